@@ -1,0 +1,230 @@
+// The cumulus command line: run, check, info, keys. Turns errors into the exit statuses of
+// DESIGN.md: 0 done, 2 bad input, 3 blow-up, 75 stopped by signal or wall time, 1 anything else.
+#include <hdf5.h>
+#include <omp.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "core/comm.hpp"
+#include "core/config.hpp"
+#include "core/exec.hpp"
+#include "core/log.hpp"
+#include "core/signals.hpp"
+#include "core/strings.hpp"
+#include "core/timers.hpp"
+#include "cumulus/version.hpp"
+#include "io/diagnostics_writer.hpp"
+#include "io/run_directory.hpp"
+#include "solvers/model.hpp"
+#include "solvers/simulation.hpp"
+
+using namespace cumulus;
+
+namespace {
+
+struct RunOptions {
+  std::string job;
+  std::vector<std::string> sets;
+  std::string backend;
+  std::string walltime;
+};
+
+// "3600", "90.5", "01:00:00" or "1:30" -> seconds.
+double parse_walltime(const std::string& s) {
+  double total = 0;
+  std::size_t start = 0;
+  int parts = 0;
+  while (true) {
+    const auto colon = s.find(':', start);
+    const std::string part = s.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    char* end = nullptr;
+    const double v = std::strtod(part.c_str(), &end);
+    if (part.empty() || *end != '\0' || v < 0)
+      throw InputError("--walltime " + s + ": expected seconds or HH:MM:SS");
+    total = total * 60 + v;
+    ++parts;
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  if (parts > 3) throw InputError("--walltime " + s + ": expected seconds or HH:MM:SS");
+  return total;
+}
+
+Config load_job(const RunOptions& o) {
+  const auto& reg = SolverRegistry::all();
+  std::vector<std::string> overrides = o.sets;
+  if (!o.backend.empty()) overrides.push_back("run.backend=\"" + o.backend + "\"");
+  if (!o.walltime.empty()) overrides.push_back("run.walltime=" + strprintf("%.17g", parse_walltime(o.walltime)));
+  Config cfg = parse_job(o.job, overrides, [&](const std::string& solver, Schema& s) { reg.build_schema(solver, s); });
+  check_common_keys(cfg);
+  reg.find(cfg.get<std::string>("solver"))->check(cfg, Comm::world().size());
+  return cfg;
+}
+
+// Runs `f` on the root rank; an error there is raised on every rank (nobody waits forever).
+template <class F>
+void on_root_collectively(const Comm& comm, F f) {
+  std::string err;
+  if (comm.is_root()) {
+    try {
+      f();
+    } catch (const std::exception& e) {
+      err = e.what();
+      if (err.empty()) err = "unknown error";
+    }
+  }
+  comm.broadcast(err);
+  if (!err.empty()) throw Error(err);
+}
+
+int run_command(const RunOptions& o) {
+  const Comm world = Comm::world();
+  // Everything that can be wrong with the input is found here, before any file is written.
+  Config cfg = load_job(o);
+  std::string why;
+  Exec exec = select_backend(cfg.get<std::string>("run.backend"), world.local_rank(), &why);
+
+  const std::string run_dir = run_directory_for(o.job, cfg.get<std::string>("run.directory"));
+  std::string name = cfg.get<std::string>("run.name");
+  if (name.empty()) name = run_directory_for(o.job, "");
+  on_root_collectively(world, [&] {
+    create_run_directory(run_dir);
+    write_file_atomic(run_dir + "/job.resolved.toml", cfg.to_toml());
+  });
+  Log::instance().open_file(run_dir + "/cumulus.log");
+  install_stop_signal_handlers();
+
+  log_info(strprintf("cumulus %s (commit %s, %s build) run '%s' from %s", build::version, build::git_commit,
+                     build::build_type, name.c_str(), o.job.c_str()));
+  log_info(strprintf("ranks: %d; backend: %s; OpenMP threads per rank: %d", world.size(), why.c_str(),
+                     omp_get_max_threads()));
+  log_info("run directory: " + run_dir);
+  log_info("resolved job (also in job.resolved.toml):\n" + cfg.to_toml());
+
+  const SolverEntry* entry = SolverRegistry::all().find(cfg.get<std::string>("solver"));
+  Context ctx{world, exec, run_dir};
+  std::unique_ptr<Model> model = entry->create(cfg, ctx);
+  log_info(model->describe());
+
+  Simulation sim(*model, ctx, simulation_settings(cfg));
+  auto diag = std::make_shared<DiagnosticsWriter>(run_dir + "/diagnostics.csv", world.is_root());
+  Writer w;
+  w.name = "diagnostics";
+  w.schedule.every_steps = cfg.get<long>("diagnostics.every_steps");
+  w.schedule.every_time = cfg.get<double>("diagnostics.every_time");
+  w.at_start = w.at_exit = true;
+  w.write = [diag, &model](long step, double time) { diag->write(step, time, model->diagnostics(time)); };
+  sim.add_writer(w);
+
+  ExitCode code = sim.run();
+  exec.synchronize();
+  const double seconds = sim.run_seconds();
+  const std::string table = TimerRegistry::instance().table(seconds);
+  log_info(table);
+  const auto diags = model->diagnostics(sim.time());
+  std::string summary;
+  for (auto& [k, v] : diags) summary += strprintf(" %s=%.6g", k.c_str(), v);
+  log_info("final diagnostics:" + summary);
+  if (code == ExitCode::stopped)
+    log_info(strprintf("stopped at step %ld, time %.6g after %.1f s: exit 75 (resume with --restart auto once "
+                       "checkpoints are configured)",
+                       sim.step(), sim.time(), seconds));
+  else
+    log_info(strprintf("done: %ld steps, time %.6g, %.1f s", sim.step(), sim.time(), seconds));
+  model.reset();
+  release_backend(exec);
+  return static_cast<int>(code);
+}
+
+int check_command(const RunOptions& o) {
+  Config cfg = load_job(o);
+  if (Comm::world().is_root()) {
+    std::cout << o.job << ": OK (" << cfg.get<std::string>("solver") << ", " << Comm::world().size()
+              << " rank(s)); resolved job:\n"
+              << cfg.to_toml();
+  }
+  return 0;
+}
+
+int info_command() {
+  if (!Comm::world().is_root()) return 0;
+  unsigned maj = 0, min = 0, rel = 0;
+  H5get_libversion(&maj, &min, &rel);
+  std::printf("cumulus %s\n", build::version);
+  std::printf("git commit:      %s\n", build::git_commit);
+  std::printf("build type:      %s\n", build::build_type);
+  std::printf("backends built:  host (OpenMP, %d threads)%s\n", omp_get_max_threads(), cuda_built() ? ", cuda" : "");
+  const int n = cuda_device_count();
+  std::printf("CUDA devices:    %d%s\n", n, cuda_built() ? "" : " (not built with CUDA)");
+  for (int d = 0; d < n; ++d) std::printf("  device %d: %s\n", d, cuda_device_name(d).c_str());
+  std::printf("MPI library:     %s\n", Comm::library_version().c_str());
+  std::printf("MPI CUDA-aware:  %s\n", Comm::cuda_aware() ? "yes" : "no (device halos staged through pinned host memory)");
+  std::printf("HDF5:            %u.%u.%u (parallel)\n", maj, min, rel);
+  std::printf("solvers:        ");
+  for (auto& s : SolverRegistry::all().names()) std::printf(" %s", s.c_str());
+  std::printf("\n");
+  return 0;
+}
+
+int keys_command(const std::string& solver) {
+  Schema s;
+  SolverRegistry::all().build_schema(solver, s);
+  if (Comm::world().is_root()) std::cout << s.markdown();
+  return 0;
+}
+
+int dispatch(int argc, char** argv) {
+  CLI::App app{"cumulus: scientific simulations on GPU servers (lattice Boltzmann, molecular dynamics, climate)"};
+  app.require_subcommand(1);
+  RunOptions ro;
+  auto add_job_options = [&](CLI::App* sub) {
+    sub->add_option("job", ro.job, "Job file (TOML)")->required();
+    sub->add_option("--set", ro.sets, "Override a key: section.key=value (repeatable)")->take_all();
+    sub->add_option("--backend", ro.backend, "auto, cuda or host (overrides run.backend)");
+    sub->add_option("--walltime", ro.walltime, "Wall-time limit, seconds or HH:MM:SS (overrides run.walltime)");
+  };
+  CLI::App* run = app.add_subcommand("run", "Run a job");
+  add_job_options(run);
+  CLI::App* check = app.add_subcommand("check", "Check a job file without running it");
+  add_job_options(check);
+  app.add_subcommand("info", "Version, build, backends, devices, MPI and HDF5");
+  std::string solver;
+  CLI::App* keys = app.add_subcommand("keys", "List every job key of a solver (Markdown)");
+  keys->add_option("solver", solver, "Solver name")->required();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = Comm::world().is_root() ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 1);
+    return rc == 0 ? 0 : static_cast<int>(ExitCode::bad_input);
+  }
+  if (*run) return run_command(ro);
+  if (*check) return check_command(ro);
+  if (*keys) return keys_command(solver);
+  return info_command();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MpiSession mpi(&argc, &argv);
+  const Comm world = Comm::world();
+  Log::instance().set_rank(world.rank());
+  int code = 0;
+  bool symmetric = true;  // raised identically on every rank (input errors, collective checks)
+  try {
+    code = dispatch(argc, argv);
+  } catch (const Error& e) {
+    code = static_cast<int>(e.code());
+    symmetric = e.code() == ExitCode::bad_input || e.code() == ExitCode::blow_up;
+    if (!symmetric || world.is_root()) Log::instance().error(e.what());
+  } catch (const std::exception& e) {
+    code = static_cast<int>(ExitCode::failure);
+    symmetric = false;
+    Log::instance().error(std::string("unexpected: ") + e.what());
+  }
+  Log::instance().close_file();
+  if (!symmetric && world.size() > 1) MPI_Abort(world.raw(), code);
+  return code;
+}

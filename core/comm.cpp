@@ -1,0 +1,95 @@
+#include "core/comm.hpp"
+
+#include "core/error.hpp"
+#include "core/strings.hpp"
+
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
+
+namespace cumulus {
+
+MpiSession::MpiSession(int* argc, char*** argv) {
+  int provided = 0;
+  mpi_check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+}
+
+MpiSession::~MpiSession() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+void mpi_check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  throw Error(strprintf("MPI error in %s: %s", what, msg));
+}
+
+int Comm::rank() const {
+  int r = 0;
+  mpi_check(MPI_Comm_rank(comm_, &r), "MPI_Comm_rank");
+  return r;
+}
+
+int Comm::size() const {
+  int s = 1;
+  mpi_check(MPI_Comm_size(comm_, &s), "MPI_Comm_size");
+  return s;
+}
+
+int Comm::local_rank() const {
+  MPI_Comm node;
+  mpi_check(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank(), MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+  int r = 0;
+  MPI_Comm_rank(node, &r);
+  MPI_Comm_free(&node);
+  return r;
+}
+
+void Comm::barrier() const { mpi_check(MPI_Barrier(comm_), "MPI_Barrier"); }
+
+namespace {
+template <class T>
+T allreduce(MPI_Comm c, T v, MPI_Datatype t, MPI_Op op) {
+  T out{};
+  mpi_check(MPI_Allreduce(&v, &out, 1, t, op, c), "MPI_Allreduce");
+  return out;
+}
+}  // namespace
+
+double Comm::sum(double v) const { return allreduce(comm_, v, MPI_DOUBLE, MPI_SUM); }
+double Comm::max(double v) const { return allreduce(comm_, v, MPI_DOUBLE, MPI_MAX); }
+double Comm::min(double v) const { return allreduce(comm_, v, MPI_DOUBLE, MPI_MIN); }
+std::int64_t Comm::sum(std::int64_t v) const { return allreduce(comm_, v, MPI_INT64_T, MPI_SUM); }
+std::int64_t Comm::min(std::int64_t v) const { return allreduce(comm_, v, MPI_INT64_T, MPI_MIN); }
+int Comm::bitwise_or(int v) const { return allreduce(comm_, v, MPI_INT, MPI_BOR); }
+
+void Comm::broadcast(std::string& s, int root) const {
+  long n = static_cast<long>(s.size());
+  mpi_check(MPI_Bcast(&n, 1, MPI_LONG, root, comm_), "MPI_Bcast");
+  s.resize(static_cast<std::size_t>(n));
+  if (n > 0) mpi_check(MPI_Bcast(s.data(), static_cast<int>(n), MPI_CHAR, root, comm_), "MPI_Bcast");
+}
+
+bool Comm::cuda_aware() {
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  return MPIX_Query_cuda_support() == 1;
+#else
+  return false;
+#endif
+}
+
+std::string Comm::library_version() {
+  char v[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_Get_library_version(v, &len);
+  std::string s(v, static_cast<std::size_t>(len));
+  if (auto nl = s.find_first_of(",\n"); nl != std::string::npos) s.resize(nl);
+  return s;
+}
+
+}  // namespace cumulus

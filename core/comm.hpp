@@ -1,0 +1,54 @@
+#pragma once
+// The MPI communicator, wrapped: errors become exceptions, and nothing above mesh/ calls MPI itself.
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cumulus {
+
+// MPI_Init/MPI_Finalize for the lifetime of main(). Errors on MPI_COMM_WORLD return codes
+// (MPI_ERRORS_RETURN) so that they become exceptions with a message.
+class MpiSession {
+ public:
+  MpiSession(int* argc, char*** argv);
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+};
+
+void mpi_check(int rc, const char* what);
+
+class Comm {
+ public:
+  Comm() : comm_(MPI_COMM_WORLD) {}
+  explicit Comm(MPI_Comm c) : comm_(c) {}
+  static Comm world() { return Comm(MPI_COMM_WORLD); }
+  static Comm self() { return Comm(MPI_COMM_SELF); }
+
+  MPI_Comm raw() const { return comm_; }
+  int rank() const;
+  int size() const;
+  bool is_root() const { return rank() == 0; }
+  // This rank's index among the ranks on its node (for one rank per GPU).
+  int local_rank() const;
+  void barrier() const;
+
+  double sum(double v) const;
+  double max(double v) const;
+  double min(double v) const;
+  std::int64_t sum(std::int64_t v) const;
+  std::int64_t min(std::int64_t v) const;
+  int bitwise_or(int v) const;
+  void broadcast(std::string& s, int root = 0) const;
+
+  // Whether MPI can read and write device memory directly (CUDA-aware).
+  static bool cuda_aware();
+  static std::string library_version();
+
+ private:
+  MPI_Comm comm_;
+};
+
+}  // namespace cumulus

@@ -1,0 +1,186 @@
+#pragma once
+// Backends and kernel launch: for_each and reductions over index boxes. A kernel body is written
+// once, as a lambda `[=] CUMULUS_HD (int i, int j, int k)`, and runs as a CUDA kernel or as an
+// OpenMP loop; which one is decided at run time by the Exec it is launched on.
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <omp.h>
+
+#include "core/box.hpp"
+#include "core/error.hpp"
+#include "core/macros.hpp"
+
+#if CUMULUS_COMPILING_CUDA
+#include <thrust/execution_policy.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/transform_reduce.h>
+#endif
+
+struct CUstream_st;  // cudaStream_t is CUstream_st*; named here so host-only code needs no CUDA header
+
+namespace cumulus {
+
+enum class Backend { host, cuda };
+const char* to_string(Backend b);
+
+using StreamHandle = CUstream_st*;
+
+// Where kernels run: the backend, and on CUDA the device and stream.
+class Exec {
+ public:
+  Exec() = default;  // host
+  static Exec host() { return Exec(); }
+  static Exec cuda(int device, StreamHandle stream) { return Exec(Backend::cuda, device, stream); }
+
+  Backend backend() const { return backend_; }
+  bool is_cuda() const { return backend_ == Backend::cuda; }
+  int device() const { return device_; }
+  StreamHandle stream() const { return stream_; }
+  // Waits until every kernel and copy queued on this Exec has finished.
+  void synchronize() const;
+
+ private:
+  Exec(Backend b, int device, StreamHandle s) : backend_(b), device_(device), stream_(s) {}
+  Backend backend_ = Backend::host;
+  int device_ = -1;
+  StreamHandle stream_ = nullptr;
+};
+
+// Backends compiled into this binary, and CUDA devices visible to this process (0 when the
+// driver or device is missing: never an error).
+bool cuda_built();
+int cuda_device_count();
+std::string cuda_device_name(int device);
+
+// Picks the backend for this rank. `request` is "auto", "cuda" or "host"; `local_rank` is the
+// rank's index on its node (one rank per GPU: device = local_rank mod devices). `why` receives a
+// sentence for the log. Throws InputError for "cuda" without a usable device.
+Exec select_backend(const std::string& request, int local_rank, std::string* why);
+void release_backend(Exec& exec);
+
+namespace detail {
+// Kernel timing by label: on the host a wall clock, on CUDA a pair of events read back lazily,
+// so that timing never forces a synchronisation inside the time loop.
+int kernel_timer_begin(const Exec& ex, const char* label);
+void kernel_timer_end(const Exec& ex, int token);
+[[noreturn]] void throw_not_compiled_for_cuda(const char* label);
+void check_cuda_launch(const char* label);
+
+template <class F>
+struct KernelTimer {
+  const Exec& ex;
+  int token;
+  KernelTimer(const Exec& e, const char* label) : ex(e), token(kernel_timer_begin(e, label)) {}
+  ~KernelTimer() { kernel_timer_end(ex, token); }
+};
+
+#if CUMULUS_COMPILING_CUDA
+template <class F>
+__global__ void for_each_kernel(Box box, std::int64_t n, F body) {
+  const int ni = box.size(0), nj = box.size(1);
+  for (std::int64_t idx = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; idx < n;
+       idx += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
+    const int i = static_cast<int>(idx % ni);
+    const std::int64_t r = idx / ni;
+    const int j = static_cast<int>(r % nj);
+    const int k = static_cast<int>(r / nj);
+    body(box.lo[0] + i, box.lo[1] + j, box.lo[2] + k);
+  }
+}
+
+// Maps a linear index to the body's value at the corresponding cell (for thrust reductions).
+template <class T, class F>
+struct LinearApply {
+  Box box;
+  F body;
+  __host__ __device__ T operator()(std::int64_t idx) const {
+    const int ni = box.size(0), nj = box.size(1);
+    const int i = static_cast<int>(idx % ni);
+    const std::int64_t r = idx / ni;
+    return body(box.lo[0] + i, box.lo[1] + static_cast<int>(r % nj), box.lo[2] + static_cast<int>(r / nj));
+  }
+};
+#endif
+}  // namespace detail
+
+// Runs body(i, j, k) for every cell of `box`, in no particular order. `label` names the kernel in
+// the timing table. Asynchronous on CUDA (ordered on the Exec's stream).
+template <class F>
+void for_each(const Exec& ex, const char* label, const Box& box, F body) {
+  if (box.empty()) return;
+  detail::KernelTimer<F> timer(ex, label);
+  if (ex.is_cuda()) {
+#if CUMULUS_COMPILING_CUDA
+    const std::int64_t n = box.volume();
+    constexpr int block = 256;
+    const std::int64_t blocks = std::min<std::int64_t>((n + block - 1) / block, 1 << 20);
+    detail::for_each_kernel<<<static_cast<unsigned>(blocks), block, 0, ex.stream()>>>(box, n, body);
+    detail::check_cuda_launch(label);
+    return;
+#else
+    detail::throw_not_compiled_for_cuda(label);
+#endif
+  }
+  const int i0 = box.lo[0], i1 = box.hi[0], j0 = box.lo[1], j1 = box.hi[1], k0 = box.lo[2], k1 = box.hi[2];
+  // Small boxes (halo faces) run serially: a parallel region costs more than they do.
+#pragma omp parallel for collapse(2) schedule(static) if (box.volume() > 32768)
+  for (int k = k0; k < k1; ++k)
+    for (int j = j0; j < j1; ++j)
+#pragma omp simd
+      for (int i = i0; i < i1; ++i) body(i, j, k);
+}
+
+// Reduction operators usable on both backends.
+struct SumOp {
+  template <class T>
+  CUMULUS_HD T operator()(T a, T b) const { return a + b; }
+};
+struct MinOp {
+  template <class T>
+  CUMULUS_HD T operator()(T a, T b) const { return b < a ? b : a; }
+};
+struct MaxOp {
+  template <class T>
+  CUMULUS_HD T operator()(T a, T b) const { return a < b ? b : a; }
+};
+
+// Combines body(i, j, k) over `box` with `op`, starting from `init`. Synchronous: returns the
+// value on the host. The host result is deterministic for a given thread count.
+template <class T, class Op, class F>
+T reduce(const Exec& ex, const char* label, const Box& box, T init, Op op, F body) {
+  if (box.empty()) return init;
+  detail::KernelTimer<F> timer(ex, label);
+  if (ex.is_cuda()) {
+#if CUMULUS_COMPILING_CUDA
+    thrust::counting_iterator<std::int64_t> first(0);
+    T r = thrust::transform_reduce(thrust::cuda::par.on(ex.stream()), first, first + box.volume(),
+                                   detail::LinearApply<T, F>{box, body}, init, op);
+    detail::check_cuda_launch(label);
+    return r;
+#else
+    detail::throw_not_compiled_for_cuda(label);
+#endif
+  }
+  const int j0 = box.lo[1], nj = box.size(1), k0 = box.lo[2];
+  const std::int64_t rows = static_cast<std::int64_t>(nj) * box.size(2);
+  // One partial per thread, combined in thread order: the same answer on every call.
+  std::vector<T> partial(static_cast<std::size_t>(omp_get_max_threads()), init);
+#pragma omp parallel
+  {
+    T mine = init;
+#pragma omp for schedule(static)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const int j = j0 + static_cast<int>(r % nj), k = k0 + static_cast<int>(r / nj);
+      for (int i = box.lo[0]; i < box.hi[0]; ++i) mine = op(mine, body(i, j, k));
+    }
+    partial[static_cast<std::size_t>(omp_get_thread_num())] = mine;
+  }
+  T result = init;
+  for (const T& p : partial) result = op(result, p);
+  return result;
+}
+
+}  // namespace cumulus

@@ -1,0 +1,66 @@
+#pragma once
+// Owning buffers in a backend's memory, with explicit copies (never managed memory).
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+#include "core/exec.hpp"
+
+namespace cumulus {
+namespace memory {
+void* allocate(Backend where, std::size_t bytes);
+void release(Backend where, void* p) noexcept;
+// Page-locked host memory: the staging area for device halos when MPI is not CUDA-aware.
+void* allocate_pinned(std::size_t bytes);
+void release_pinned(void* p) noexcept;
+// Copies `bytes` between any two spaces; ordered on ex's stream and complete on return.
+void copy(const Exec& ex, Backend dst_space, void* dst, Backend src_space, const void* src, std::size_t bytes);
+// Queued on ex's stream; complete after ex.synchronize().
+void copy_async(const Exec& ex, Backend dst_space, void* dst, Backend src_space, const void* src, std::size_t bytes);
+}  // namespace memory
+
+// A move-only array of T in the memory of one backend.
+template <class T>
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Backend where, std::size_t n) : where_(where), n_(n) {
+    if (n_ > 0) data_ = static_cast<T*>(memory::allocate(where_, n_ * sizeof(T)));
+  }
+  ~Buffer() { memory::release(where_, data_); }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  Buffer(Buffer&& o) noexcept { swap(o); }
+  Buffer& operator=(Buffer&& o) noexcept {
+    Buffer tmp(std::move(o));
+    swap(tmp);
+    return *this;
+  }
+  void swap(Buffer& o) noexcept {
+    std::swap(where_, o.where_);
+    std::swap(n_, o.n_);
+    std::swap(data_, o.data_);
+  }
+
+  T* data() const { return data_; }
+  std::size_t size() const { return n_; }
+  std::size_t bytes() const { return n_ * sizeof(T); }
+  Backend space() const { return where_; }
+
+  std::vector<T> to_host(const Exec& ex) const {
+    std::vector<T> h(n_);
+    memory::copy(ex, Backend::host, h.data(), where_, data_, bytes());
+    return h;
+  }
+  void from_host(const Exec& ex, const std::vector<T>& h) {
+    if (h.size() != n_) throw Error("Buffer::from_host: size mismatch");
+    memory::copy(ex, where_, data_, Backend::host, h.data(), bytes());
+  }
+
+ private:
+  Backend where_ = Backend::host;
+  std::size_t n_ = 0;
+  T* data_ = nullptr;
+};
+
+}  // namespace cumulus

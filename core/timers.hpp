@@ -1,0 +1,51 @@
+#pragma once
+// Named timers: every kernel launch, halo exchange and I/O phase adds its time to a label, and the
+// run log ends with a table of where the time went.
+#include <chrono>
+#include <map>
+#include <string>
+
+namespace cumulus {
+
+struct TimerStat {
+  double seconds = 0;
+  long calls = 0;
+};
+
+class TimerRegistry {
+ public:
+  static TimerRegistry& instance();
+  void add(const std::string& label, double seconds);
+  // Folds in pending GPU event timings (synchronises with those events).
+  void flush();
+  std::map<std::string, TimerStat> snapshot();
+  void reset();
+  // A table of labels sorted by time, with the share of `total_seconds`.
+  std::string table(double total_seconds);
+
+ private:
+  std::map<std::string, TimerStat> stats_;
+};
+
+// Wall-clock time of a scope, added to a label when the scope ends.
+class ScopedTimer {
+ public:
+  explicit ScopedTimer(std::string label) : label_(std::move(label)), t0_(std::chrono::steady_clock::now()) {}
+  ~ScopedTimer() {
+    TimerRegistry::instance().add(
+        label_, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count());
+  }
+  ScopedTimer(const ScopedTimer&) = delete;
+  ScopedTimer& operator=(const ScopedTimer&) = delete;
+
+ private:
+  std::string label_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+// Seconds since an arbitrary fixed point (steady clock).
+inline double wall_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace cumulus

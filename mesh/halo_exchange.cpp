@@ -1,0 +1,192 @@
+// Kernel source: compiled by nvcc in a CUDA build (the pack/unpack bodies run on the device).
+#include "mesh/halo_exchange.hpp"
+
+#include <cstdint>
+#include <exception>
+
+#include "core/strings.hpp"
+#include "core/timers.hpp"
+
+namespace cumulus {
+
+namespace {
+int direction_index(const Index3& d) { return (d[0] + 1) + 3 * (d[1] + 1) + 9 * (d[2] + 1); }
+}  // namespace
+
+HaloExchange::HaloExchange(const CartesianDecomposition& decomp, const Comm& comm, const Exec& exec,
+                           const Index3& ghost, int ncomp, std::size_t elem_bytes, const char* label)
+    : comm_(comm), exec_(exec), interior_(decomp.box_of(comm.rank())), ghost_(ghost), ncomp_(ncomp),
+      elem_bytes_(elem_bytes), label_pack_(std::string(label) + ".pack"),
+      label_unpack_(std::string(label) + ".unpack"), label_wait_(std::string(label) + ".wait") {
+  if (decomp.nranks() != comm.size()) throw Error("HaloExchange: decomposition and communicator sizes differ");
+  for (int d = 0; d < 3; ++d) {
+    if (ghost[d] < 0 || ghost[d] > 3) throw Error("HaloExchange: ghost width must be 0 to 3");
+    if (d >= decomp.ndim() && ghost[d] != 0) throw Error("HaloExchange: ghost layers along an unused axis");
+    if (ghost[d] > 0 && interior_.size(d) < ghost[d])
+      throw InputError(strprintf("rank %d owns %d cells along axis %d, fewer than the %d ghost layers: use fewer ranks",
+                                 comm.rank(), interior_.size(d), d, ghost[d]));
+  }
+  const int me = comm.rank();
+  for (int dz = -1; dz <= 1; ++dz)
+    for (int dy = -1; dy <= 1; ++dy)
+      for (int dx = -1; dx <= 1; ++dx) {
+        const Index3 dir{dx, dy, dz};
+        if (dx == 0 && dy == 0 && dz == 0) continue;
+        bool skip = false;
+        for (int d = 0; d < 3; ++d)
+          if (dir[d] != 0 && ghost[d] == 0) skip = true;
+        if (skip) continue;
+        const int nb = decomp.neighbor(me, dir);
+        if (nb < 0) continue;
+        Link l;
+        l.direction = direction_index(dir);
+        l.rank = nb;
+        l.send_box = l.recv_box = interior_;
+        for (int d = 0; d < 3; ++d) {
+          if (dir[d] < 0) {
+            l.send_box.hi[d] = interior_.lo[d] + ghost[d];
+            l.recv_box.lo[d] = interior_.lo[d] - ghost[d];
+            l.recv_box.hi[d] = interior_.lo[d];
+          } else if (dir[d] > 0) {
+            l.send_box.lo[d] = interior_.hi[d] - ghost[d];
+            l.recv_box.lo[d] = interior_.hi[d];
+            l.recv_box.hi[d] = interior_.hi[d] + ghost[d];
+          }
+        }
+        l.offset = total_elems_;
+        total_elems_ += static_cast<std::size_t>(l.send_box.volume()) * ncomp;
+        links_.push_back(l);
+      }
+  const Backend space = exec.backend();
+  staged_ = exec.is_cuda() && !Comm::cuda_aware();
+  send_ = Buffer<unsigned char>(space, total_elems_ * elem_bytes);
+  recv_ = Buffer<unsigned char>(space, total_elems_ * elem_bytes);
+  if (staged_) {
+    send_host_ = memory::allocate_pinned(total_elems_ * elem_bytes);
+    recv_host_ = memory::allocate_pinned(total_elems_ * elem_bytes);
+  }
+}
+
+HaloExchange::~HaloExchange() {
+  if (in_flight_) {
+    for (auto& r : requests_) MPI_Cancel(&r);
+  }
+  memory::release_pinned(send_host_);
+  memory::release_pinned(recv_host_);
+}
+
+std::size_t HaloExchange::bytes_per_exchange() const { return total_elems_ * elem_bytes_; }
+
+void HaloExchange::check_field(const Box& interior, const Index3& ghost, int ncomp, std::size_t elem_bytes) const {
+  if (!(interior == interior_) || ghost != ghost_ || ncomp != ncomp_ || elem_bytes > elem_bytes_)
+    throw Error("HaloExchange: field does not match the plan (box, ghost width, components or type)");
+  if (in_flight_) throw Error("HaloExchange: begin() while an exchange is in flight");
+}
+
+void HaloExchange::post(std::size_t elem_bytes) {
+  ScopedTimer t(label_wait_);
+  unsigned char* sbuf = staged_ ? static_cast<unsigned char*>(send_host_) : send_.data();
+  unsigned char* rbuf = staged_ ? static_cast<unsigned char*>(recv_host_) : recv_.data();
+  const std::size_t total = total_elems_ * elem_bytes;
+  if (staged_) memory::copy_async(exec_, Backend::host, sbuf, exec_.backend(), send_.data(), total);
+  exec_.synchronize();  // packed data must be complete before MPI reads it
+  requests_.assign(2 * links_.size(), MPI_REQUEST_NULL);
+  for (std::size_t n = 0; n < links_.size(); ++n) {
+    const Link& l = links_[n];
+    const int count = static_cast<int>(static_cast<std::size_t>(l.recv_box.volume()) * ncomp_ * elem_bytes);
+    // A message arriving from direction d was sent by that neighbour in direction 26 - d.
+    mpi_check(MPI_Irecv(rbuf + l.offset * elem_bytes, count, MPI_BYTE, l.rank, 26 - l.direction, comm_.raw(),
+                        &requests_[2 * n]),
+              "MPI_Irecv (halo)");
+  }
+  for (std::size_t n = 0; n < links_.size(); ++n) {
+    const Link& l = links_[n];
+    const int count = static_cast<int>(static_cast<std::size_t>(l.send_box.volume()) * ncomp_ * elem_bytes);
+    mpi_check(MPI_Isend(sbuf + l.offset * elem_bytes, count, MPI_BYTE, l.rank, l.direction, comm_.raw(),
+                        &requests_[2 * n + 1]),
+              "MPI_Isend (halo)");
+  }
+  in_flight_ = true;
+}
+
+void HaloExchange::wait() {
+  ScopedTimer t(label_wait_);
+  mpi_check(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE),
+            "MPI_Waitall (halo)");
+  in_flight_ = false;
+  if (staged_)
+    memory::copy_async(exec_, exec_.backend(), recv_.data(), Backend::host, recv_host_, total_elems_ * elem_bytes_);
+}
+
+namespace detail {
+// Free functions (not members): nvcc accepts extended lambdas only in public or free functions.
+template <class T>
+void pack_box(const Exec& ex, const char* label, const View<T>& v, const Box& b, int ncomp, T* buf) {
+  const int ni = b.size(0), nj = b.size(1);
+  const std::int64_t vol = b.volume();
+  const int i0 = b.lo[0], j0 = b.lo[1], k0 = b.lo[2];
+  for_each(ex, label, b, [=] CUMULUS_HD(int i, int j, int k) {
+    const std::int64_t idx = (static_cast<std::int64_t>(k - k0) * nj + (j - j0)) * ni + (i - i0);
+    for (int c = 0; c < ncomp; ++c) buf[c * vol + idx] = v(i, j, k, c);
+  });
+}
+template <class T>
+void unpack_box(const Exec& ex, const char* label, const View<T>& v, const Box& b, int ncomp, const T* buf) {
+  const int ni = b.size(0), nj = b.size(1);
+  const std::int64_t vol = b.volume();
+  const int i0 = b.lo[0], j0 = b.lo[1], k0 = b.lo[2];
+  for_each(ex, label, b, [=] CUMULUS_HD(int i, int j, int k) {
+    const std::int64_t idx = (static_cast<std::int64_t>(k - k0) * nj + (j - j0)) * ni + (i - i0);
+    for (int c = 0; c < ncomp; ++c) v(i, j, k, c) = buf[c * vol + idx];
+  });
+}
+}  // namespace detail
+
+template <class T>
+HaloTransfer<T> HaloExchange::begin(Field<T>& f) {
+  check_field(f.interior(), f.ghost(), f.ncomp(), sizeof(T));
+  const View<T> v = f.view();
+  T* buf = reinterpret_cast<T*>(send_.data());
+  for (const Link& l : links_) detail::pack_box(exec_, label_pack_.c_str(), v, l.send_box, ncomp_, buf + l.offset);
+  post(sizeof(T));
+  return HaloTransfer<T>(this, &f);
+}
+
+template <class T>
+void HaloExchange::finish(Field<T>& f) {
+  if (!in_flight_) return;
+  wait();
+  const View<T> v = f.view();
+  const T* buf = reinterpret_cast<const T*>(recv_.data());
+  for (const Link& l : links_)
+    detail::unpack_box(exec_, label_unpack_.c_str(), v, l.recv_box, ncomp_, buf + l.offset);
+}
+
+template <class T>
+void HaloTransfer<T>::finish() {
+  if (halo_) halo_->finish(*field_);
+  halo_ = nullptr;
+}
+
+template <class T>
+HaloTransfer<T>::~HaloTransfer() {
+  // Forgotten finish(): complete it, unless we are unwinding from an error (waiting could hang).
+  if (halo_ && std::uncaught_exceptions() == 0) {
+    try {
+      finish();
+    } catch (...) {
+    }
+  }
+}
+
+#define CUMULUS_INSTANTIATE_HALO(T)                         \
+  template HaloTransfer<T> HaloExchange::begin<T>(Field<T>&); \
+  template void HaloExchange::finish<T>(Field<T>&);           \
+  template class HaloTransfer<T>;
+CUMULUS_INSTANTIATE_HALO(double)
+CUMULUS_INSTANTIATE_HALO(float)
+CUMULUS_INSTANTIATE_HALO(std::uint16_t)
+CUMULUS_INSTANTIATE_HALO(std::int32_t)
+#undef CUMULUS_INSTANTIATE_HALO
+
+}  // namespace cumulus

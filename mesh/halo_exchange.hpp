@@ -1,0 +1,91 @@
+#pragma once
+// Halo exchange for fields on a CartesianDecomposition: faces, edges and corners, ghost width 1-3,
+// any number of components, periodic or not per axis. The plan (neighbours, boxes, buffers) is
+// built once; each exchange packs on the backend, posts nonblocking MPI, and is finished later so
+// that interior work overlaps the transfer:
+//   auto x = halo.begin(f); update_interior(); x.finish(); update_rim();
+// Device data goes to MPI directly when the library is CUDA-aware, through pinned host buffers
+// otherwise (Debian's Open MPI is not).
+#include <cstddef>
+#include <vector>
+
+#include "core/comm.hpp"
+#include "core/memory.hpp"
+#include "mesh/decomposition.hpp"
+#include "mesh/field.hpp"
+
+namespace cumulus {
+
+class HaloExchange;
+
+// One exchange in flight. finish() completes it (also called by the destructor if forgotten).
+template <class T>
+class [[nodiscard]] HaloTransfer {
+ public:
+  HaloTransfer(HaloExchange* h, Field<T>* f) : halo_(h), field_(f) {}
+  HaloTransfer(HaloTransfer&& o) noexcept : halo_(o.halo_), field_(o.field_) { o.halo_ = nullptr; }
+  HaloTransfer(const HaloTransfer&) = delete;
+  HaloTransfer& operator=(const HaloTransfer&) = delete;
+  HaloTransfer& operator=(HaloTransfer&&) = delete;
+  ~HaloTransfer();
+  void finish();
+
+ private:
+  HaloExchange* halo_;
+  Field<T>* field_;
+};
+
+class HaloExchange {
+ public:
+  // For fields whose interior is `decomp.box_of(comm.rank())`, with `ghost` layers and `ncomp`
+  // components of `elem_bytes` each (the largest element type exchanged with this plan).
+  HaloExchange(const CartesianDecomposition& decomp, const Comm& comm, const Exec& exec, const Index3& ghost,
+               int ncomp, std::size_t elem_bytes, const char* label = "halo");
+  ~HaloExchange();
+  HaloExchange(const HaloExchange&) = delete;
+  HaloExchange& operator=(const HaloExchange&) = delete;
+
+  template <class T>
+  HaloTransfer<T> begin(Field<T>& f);
+  template <class T>
+  void finish(Field<T>& f);
+  template <class T>
+  void exchange(Field<T>& f) {
+    begin(f).finish();
+  }
+
+  bool staged() const { return staged_; }  // device data through pinned host buffers
+  int message_count() const { return static_cast<int>(links_.size()); }
+  std::size_t bytes_per_exchange() const;  // sent by this rank
+
+  // One neighbour link: what goes where (public so that the pack kernels can read it).
+  struct Link {
+    int direction;  // 0..26, (dx+1) + 3 (dy+1) + 9 (dz+1)
+    int rank;
+    Box send_box, recv_box;
+    std::size_t offset;  // in elements, into the send and receive buffers (same layout)
+  };
+
+ private:
+  void check_field(const Box& interior, const Index3& ghost, int ncomp, std::size_t elem_bytes) const;
+  void post(std::size_t elem_bytes);
+  void wait();
+
+  Comm comm_;
+  Exec exec_;
+  Box interior_;
+  Index3 ghost_;
+  int ncomp_;
+  std::size_t elem_bytes_;
+  std::string label_pack_, label_unpack_, label_wait_;
+  bool staged_ = false;
+  bool in_flight_ = false;
+  std::vector<Link> links_;
+  std::size_t total_elems_ = 0;
+  Buffer<unsigned char> send_, recv_;             // in the backend's memory
+  void* send_host_ = nullptr;                     // pinned mirrors when staged
+  void* recv_host_ = nullptr;
+  std::vector<MPI_Request> requests_;
+};
+
+}  // namespace cumulus

@@ -1,0 +1,96 @@
+#include "core/strings.hpp"
+#include "solvers/heat/heat.hpp"
+#include "solvers/model.hpp"
+
+namespace cumulus {
+
+const SolverEntry* SolverRegistry::find(const std::string& name) const {
+  for (auto& e : entries_)
+    if (e.name == name) return &e;
+  return nullptr;
+}
+
+std::vector<std::string> SolverRegistry::names() const {
+  std::vector<std::string> n;
+  for (auto& e : entries_) n.push_back(e.name);
+  return n;
+}
+
+const SolverRegistry& SolverRegistry::all() {
+  static const SolverRegistry registry = [] {
+    SolverRegistry r;
+    // One explicit call per solver (no static-initialisation tricks): add new solvers here.
+    heat::register_solver(r);
+    return r;
+  }();
+  return registry;
+}
+
+void SolverRegistry::build_schema(const std::string& solver, Schema& schema) const {
+  const SolverEntry* e = find(solver);
+  if (!e) {
+    std::string msg = "unknown solver \"" + solver + "\"";
+    if (auto m = closest_match(solver, names()); !m.empty()) msg += "; did you mean \"" + m + "\"?";
+    msg += " (solvers: ";
+    for (auto& n : names()) msg += n + (n == names().back() ? ")" : ", ");
+    throw InputError(msg);
+  }
+  declare_common_keys(schema, names());
+  e->declare_keys(schema);
+}
+
+void declare_common_keys(Schema& s, const std::vector<std::string>& solver_names) {
+  s.key("solver", ValueType::string, "Which solver runs this job").require().one_of(solver_names);
+  s.key("run.name", ValueType::string, "Name of the run, used in logs (default: the job file's name without .toml)")
+      .def(std::string());
+  s.key("run.directory", ValueType::string,
+        "Directory for everything the run writes (default: the job file's name without .toml, in the current "
+        "directory)")
+      .def(std::string());
+  s.key("run.backend", ValueType::string,
+        "Where kernels run: auto (CUDA when a device is visible, else host), cuda, or host")
+      .def(std::string("auto"))
+      .one_of({"auto", "cuda", "host"})
+      .restart_may_change();
+  s.key("run.end_step", ValueType::integer, "Stop after this many steps (0: no step limit)")
+      .def(std::int64_t{0})
+      .at_least(0)
+      .restart_may_change();
+  s.key("run.end_time", ValueType::real, "Stop at this simulated time (0: no time limit)")
+      .def(0.0)
+      .at_least(0)
+      .unit("solver time unit")
+      .restart_may_change();
+  s.key("run.walltime", ValueType::real,
+        "Stop (exit 75, after the exit writers) before this much wall time has passed (0: no limit)")
+      .def(0.0)
+      .at_least(0)
+      .unit("s")
+      .restart_may_change();
+  s.key("run.progress_seconds", ValueType::real, "Wall time between progress lines")
+      .def(10.0)
+      .positive()
+      .unit("s")
+      .restart_may_change();
+  s.key("run.health_every", ValueType::integer, "Steps between checks for non-finite values")
+      .def(std::int64_t{100})
+      .at_least(1)
+      .restart_may_change();
+  s.key("diagnostics.every_steps", ValueType::integer,
+        "Steps between rows of diagnostics.csv (0: only the first and last step)")
+      .def(std::int64_t{0})
+      .at_least(0)
+      .restart_may_change();
+  s.key("diagnostics.every_time", ValueType::real,
+        "Simulated time between rows of diagnostics.csv (0: by steps only)")
+      .def(0.0)
+      .at_least(0)
+      .restart_may_change();
+}
+
+void check_common_keys(const Config& cfg) {
+  if (cfg.get<std::int64_t>("run.end_step") == 0 && cfg.get<double>("run.end_time") == 0)
+    cfg.fail("run.end_step", "the run has no end: set run.end_step or run.end_time (or both)");
+}
+
+}  // namespace cumulus

@@ -1,0 +1,73 @@
+#pragma once
+// The time loop: owns the clock, the stop conditions (end step/time, wall-time limit, signals,
+// blow-up) and the named writers and callbacks, each on its own schedule.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "solvers/model.hpp"
+
+namespace cumulus {
+
+// Every N steps, every T of simulated time, every W seconds of wall time (any combination;
+// all zero: never, except at exit when the writer asks for it).
+struct Schedule {
+  long every_steps = 0;
+  double every_time = 0;
+  double every_seconds = 0;
+
+  bool due(long step, double time, double wall);  // updates the schedule's memory when due
+  long last_time_slot = 0;
+  double last_wall = 0;
+};
+
+struct Writer {
+  std::string name;  // also the timer label
+  Schedule schedule;
+  bool at_start = false;  // also after step 0
+  bool at_exit = false;   // also when the run ends or is stopped (not after a blow-up)
+  std::function<void(long step, double time)> write;
+};
+
+struct SimulationSettings {
+  long end_step = 0;       // 0: none
+  double end_time = 0;     // 0: none
+  double walltime = 0;     // seconds, 0: none
+  double progress_seconds = 10;
+  long health_every = 100;
+};
+
+SimulationSettings simulation_settings(const Config& cfg);
+
+class Simulation {
+ public:
+  Simulation(Model& model, const Context& ctx, SimulationSettings settings);
+  void add_writer(Writer w) { writers_.push_back(std::move(w)); }
+
+  // Runs to the end or a stop. Returns ExitCode::done or ExitCode::stopped; throws Error with
+  // ExitCode::blow_up when the health check finds a non-finite value.
+  ExitCode run();
+  long step() const { return step_; }
+  double time() const { return time_; }
+  double run_seconds() const;
+
+ private:
+  void progress(bool force);
+  void run_writers(bool at_start, bool at_exit);
+  void health_check();
+  bool finished() const;
+
+  Model& model_;
+  Context ctx_;
+  SimulationSettings s_;
+  std::vector<Writer> writers_;
+  long step_ = 0;
+  double time_ = 0;
+  double t_start_ = 0;
+  double last_progress_wall_ = 0;
+  long last_progress_step_ = 0;
+  double last_step_seconds_ = 0;
+};
+
+}  // namespace cumulus
