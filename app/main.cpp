@@ -84,7 +84,12 @@ int run_command(const RunOptions& o) {
   // Everything that can be wrong with the input is found here, before any file is written.
   Config cfg = load_job(o);
   std::string why;
-  Exec exec = select_backend(cfg.get<std::string>("run.backend"), world.local_rank(), &why);
+  Exec exec;
+  try {
+    exec = select_backend(cfg.get<std::string>("run.backend"), world.local_rank(), &why);
+  } catch (const InputError& e) {
+    cfg.fail("run.backend", e.what());
+  }
 
   const std::string run_dir = run_directory_for(o.job, cfg.get<std::string>("run.directory"));
   std::string name = cfg.get<std::string>("run.name");

@@ -41,6 +41,12 @@ std::string real_str(double d) {
   if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
   return s;
 }
+// A number for messages: integers without a trailing ".0".
+std::string num_str(double d) {
+  if (d == static_cast<double>(static_cast<long long>(d)) && std::abs(d) < 1e15)
+    return std::to_string(static_cast<long long>(d));
+  return strprintf("%g", d);
+}
 std::string quote(const std::string& s) {
   std::string q = "\"";
   for (char c : s) {
@@ -77,7 +83,7 @@ std::string KeySpec::describe_range() const {
     r = "one of";
     for (std::size_t i = 0; i < choices.size(); ++i) r += (i ? ", " : " ") + quote(choices[i]);
   }
-  auto num = [](double d) { return real_str(d); };
+  auto num = [](double d) { return num_str(d); };
   if (min && max) r = (min_exclusive ? "> " : ">= ") + num(*min) + " and <= " + num(*max);
   else if (min) r = (min_exclusive ? "> " : ">= ") + num(*min);
   else if (max) r = "<= " + num(*max);
@@ -244,10 +250,13 @@ std::string convert(const KeySpec& spec, const toml::node& n, Value& out) {
     return true;
   };
   auto check_number = [&](double d) -> std::string {
-    if (!std::isfinite(d)) return "expected a finite number, got " + real_str(d);
+    if (!std::isfinite(d)) return "expected a finite number, got " + num_str(d);
+    // Element checks of an array name the element's own range, not the array length.
+    KeySpec bounds = spec;
+    bounds.min_len = bounds.max_len = 0;
     if (spec.min && (spec.min_exclusive ? d <= *spec.min : d < *spec.min))
-      return "value " + real_str(d) + " is out of range: expected " + spec.describe_range();
-    if (spec.max && d > *spec.max) return "value " + real_str(d) + " is out of range: expected " + spec.describe_range();
+      return "value " + num_str(d) + " is out of range: expected " + bounds.describe_range();
+    if (spec.max && d > *spec.max) return "value " + num_str(d) + " is out of range: expected " + bounds.describe_range();
     return "";
   };
   auto check_choice = [&](const std::string& s) -> std::string {
