@@ -38,6 +38,9 @@ std::string real_str(double d) {
       break;
     }
   }
+  // Whole numbers of ordinary size print as 10.0, not 1e+01.
+  if (s.find('e') != std::string::npos && d == static_cast<double>(static_cast<long long>(d)) && std::abs(d) < 1e15)
+    s = std::to_string(static_cast<long long>(d));
   if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
   return s;
 }
@@ -122,6 +125,7 @@ std::string Schema::markdown(const std::string& prefix) const {
     if (k.name.rfind(prefix, 0) != 0) continue;
     std::string def = k.required ? "**required**" : k.default_value ? "`" + to_string(*k.default_value) + "`" : "(unset)";
     std::string doc = k.doc + (k.units.empty() ? "" : " [" + k.units + "]");
+    if (!doc.empty() && doc.back() != '.') doc += '.';
     if (k.may_change_on_restart) doc += " May change on restart.";
     out += "| `" + k.name + "` | " + std::string(to_string(k.type)) + " | " + def + " | " + k.describe_range() +
            " | " + doc + " |\n";

@@ -150,23 +150,29 @@ void release(Backend where, void* p) noexcept {
   std::free(p);
 }
 
+// Page-locked memory only helps device transfers: without a device (a CUDA build on a CPU node,
+// or a host run that forces the staging path) ordinary host memory serves.
 void* allocate_pinned(std::size_t bytes) {
-#ifdef CUMULUS_HAVE_CUDA
-  void* p = nullptr;
   if (bytes == 0) return nullptr;
-  cuda_check(cudaMallocHost(&p, bytes), "cudaMallocHost");
-  return p;
-#else
-  return allocate(Backend::host, bytes);
+#ifdef CUMULUS_HAVE_CUDA
+  if (cuda_device_count() > 0) {
+    void* p = nullptr;
+    cuda_check(cudaMallocHost(&p, bytes), "cudaMallocHost");
+    return p;
+  }
 #endif
+  return allocate(Backend::host, bytes);
 }
 
 void release_pinned(void* p) noexcept {
+  if (!p) return;
 #ifdef CUMULUS_HAVE_CUDA
-  if (p) cudaFreeHost(p);
-#else
-  release(Backend::host, p);
+  if (cuda_device_count() > 0) {
+    cudaFreeHost(p);
+    return;
+  }
 #endif
+  release(Backend::host, p);
 }
 
 void copy_async(const Exec& ex, Backend dst_space, void* dst, Backend src_space, const void* src,

@@ -14,7 +14,8 @@ int direction_index(const Index3& d) { return (d[0] + 1) + 3 * (d[1] + 1) + 9 * 
 }  // namespace
 
 HaloExchange::HaloExchange(const CartesianDecomposition& decomp, const Comm& comm, const Exec& exec,
-                           const Index3& ghost, int ncomp, std::size_t elem_bytes, const char* label)
+                           const Index3& ghost, int ncomp, std::size_t elem_bytes, const char* label,
+                           bool force_staging)
     : comm_(comm), exec_(exec), interior_(decomp.box_of(comm.rank())), ghost_(ghost), ncomp_(ncomp),
       elem_bytes_(elem_bytes), label_pack_(std::string(label) + ".pack"),
       label_unpack_(std::string(label) + ".unpack"), label_wait_(std::string(label) + ".wait") {
@@ -58,7 +59,7 @@ HaloExchange::HaloExchange(const CartesianDecomposition& decomp, const Comm& com
         links_.push_back(l);
       }
   const Backend space = exec.backend();
-  staged_ = exec.is_cuda() && !Comm::cuda_aware();
+  staged_ = force_staging || (exec.is_cuda() && !Comm::cuda_aware());
   send_ = Buffer<unsigned char>(space, total_elems_ * elem_bytes);
   recv_ = Buffer<unsigned char>(space, total_elems_ * elem_bytes);
   if (staged_) {

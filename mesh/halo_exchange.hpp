@@ -39,8 +39,10 @@ class HaloExchange {
  public:
   // For fields whose interior is `decomp.box_of(comm.rank())`, with `ghost` layers and `ncomp`
   // components of `elem_bytes` each (the largest element type exchanged with this plan).
+  // `force_staging` sends through the host mirror buffers even when it is not needed, so that the
+  // staging path (the one device halos take with a non-CUDA-aware MPI) is tested on any machine.
   HaloExchange(const CartesianDecomposition& decomp, const Comm& comm, const Exec& exec, const Index3& ghost,
-               int ncomp, std::size_t elem_bytes, const char* label = "halo");
+               int ncomp, std::size_t elem_bytes, const char* label = "halo", bool force_staging = false);
   ~HaloExchange();
   HaloExchange(const HaloExchange&) = delete;
   HaloExchange& operator=(const HaloExchange&) = delete;
