@@ -15,7 +15,9 @@
 #include "core/strings.hpp"
 #include "core/timers.hpp"
 #include "cumulus/version.hpp"
+#include "io/checkpoint.hpp"
 #include "io/diagnostics_writer.hpp"
+#include "io/output.hpp"
 #include "io/run_directory.hpp"
 #include "solvers/model.hpp"
 #include "solvers/simulation.hpp"
@@ -29,6 +31,7 @@ struct RunOptions {
   std::vector<std::string> sets;
   std::string backend;
   std::string walltime;
+  std::string restart;
 };
 
 // "3600", "90.5", "01:00:00" or "1:30" -> seconds.
@@ -58,8 +61,9 @@ Config load_job(const RunOptions& o) {
   if (!o.backend.empty()) overrides.push_back("run.backend=\"" + o.backend + "\"");
   if (!o.walltime.empty()) overrides.push_back("run.walltime=" + strprintf("%.17g", parse_walltime(o.walltime)));
   Config cfg = parse_job(o.job, overrides, [&](const std::string& solver, Schema& s) { reg.build_schema(solver, s); });
-  check_common_keys(cfg);
-  reg.find(cfg.get<std::string>("solver"))->check(cfg, Comm::world().size());
+  const SolverEntry& entry = *reg.find(cfg.get<std::string>("solver"));
+  check_common_keys(cfg, entry);
+  entry.check(cfg, Comm::world().size());
   return cfg;
 }
 
@@ -79,6 +83,54 @@ void on_root_collectively(const Comm& comm, F f) {
   if (!err.empty()) throw Error(err);
 }
 
+struct RestartCandidate {
+  std::string path;
+  CheckpointMeta meta;
+};
+
+// The checkpoints a restart may use, newest first, each already checked against this job: same
+// solver, and every key that may not change on restart unchanged (exit 2 otherwise). Damaged files
+// are skipped under `auto` (reported in `notes`) and refused when named explicitly.
+std::vector<RestartCandidate> restart_candidates(const std::string& restart, const std::string& ckpt_dir,
+                                                 const Config& cfg, std::vector<std::string>& notes) {
+  std::vector<RestartCandidate> out;
+  if (restart.empty()) return out;
+  const bool automatic = restart == "auto";
+  const std::vector<std::string> files = automatic ? list_checkpoints(ckpt_dir) : std::vector<std::string>{restart};
+  const auto& reg = SolverRegistry::all();
+  for (const auto& f : files) {
+    CheckpointMeta meta;
+    try {
+      meta = read_checkpoint_meta(f, Comm::world());
+    } catch (const Error& e) {
+      if (!automatic) throw InputError("--restart " + f + ": " + e.what());
+      notes.push_back("skipping damaged checkpoint " + f + ": " + e.what());
+      continue;
+    }
+    const std::string solver = cfg.get<std::string>("solver");
+    if (meta.solver != solver)
+      throw InputError(f + ": checkpoint of solver '" + meta.solver + "', but this job runs '" + solver + "'");
+    Schema schema;
+    reg.build_schema(solver, schema);
+    Config then;
+    try {
+      then = parse_job_text(meta.job, f + " (stored job)", {},
+                            [&](const std::string& s, Schema& sc) { reg.build_schema(s, sc); });
+    } catch (const InputError& e) {
+      throw InputError(f + ": the job stored in the checkpoint does not fit this version of cumulus: " + e.what());
+    }
+    const auto diffs = restart_differences(cfg, then, schema);
+    if (!diffs.empty()) {
+      std::string msg = f + ": the checkpoint was written by a different job; only keys marked 'may change on "
+                            "restart' may differ:";
+      for (const auto& d : diffs) msg += "\n  " + d;
+      throw InputError(msg);
+    }
+    out.push_back({f, meta});
+  }
+  return out;
+}
+
 int run_command(const RunOptions& o) {
   const Comm world = Comm::world();
   // Everything that can be wrong with the input is found here, before any file is written.
@@ -90,8 +142,11 @@ int run_command(const RunOptions& o) {
   } catch (const InputError& e) {
     cfg.fail("run.backend", e.what());
   }
-
   const std::string run_dir = run_directory_for(o.job, cfg.get<std::string>("run.directory"));
+  const std::string ckpt_dir = run_dir + "/" + cfg.get<std::string>("checkpoint.directory");
+  std::vector<std::string> notes;
+  const std::vector<RestartCandidate> candidates = restart_candidates(o.restart, ckpt_dir, cfg, notes);
+
   std::string name = cfg.get<std::string>("run.name");
   if (name.empty()) name = run_directory_for(o.job, "");
   on_root_collectively(world, [&] {
@@ -107,14 +162,90 @@ int run_command(const RunOptions& o) {
                      omp_get_max_threads()));
   log_info("run directory: " + run_dir);
   log_info("resolved job (also in job.resolved.toml):\n" + cfg.to_toml());
+  for (const auto& n : notes) log_warn(n);
 
   const SolverEntry* entry = SolverRegistry::all().find(cfg.get<std::string>("solver"));
   Context ctx{world, exec, run_dir};
   std::unique_ptr<Model> model = entry->create(cfg, ctx);
   log_info(model->describe());
 
+  // Restart: the newest candidate whose data verify.
+  long resume_step = -1;
+  double resume_time = -1;
+  if (!o.restart.empty()) {
+    const StateDescription state = model->state();
+    for (const auto& c : candidates) {
+      const std::string mismatch = checkpoint_layout_mismatch(c.path, state, world);
+      if (!mismatch.empty()) throw InputError(c.path + ": incompatible with this job: " + mismatch);
+      try {
+        restore_checkpoint(c.path, state, world);
+      } catch (const Error& e) {
+        if (o.restart != "auto") throw InputError("--restart " + c.path + ": " + e.what());
+        log_warn("skipping damaged checkpoint " + c.path + ": " + e.what());
+        continue;
+      }
+      resume_step = c.meta.step;
+      resume_time = c.meta.time;
+      log_info(strprintf("restarted from %s: step %ld, time %.17g (written on %lld rank(s), commit %s)",
+                         c.path.c_str(), resume_step, resume_time, static_cast<long long>(c.meta.nranks),
+                         c.meta.git_commit.c_str()));
+      break;
+    }
+    if (resume_step < 0) log_info("no usable checkpoint in " + ckpt_dir + ": starting fresh");
+  }
+
   Simulation sim(*model, ctx, simulation_settings(cfg));
-  auto diag = std::make_shared<DiagnosticsWriter>(run_dir + "/diagnostics.csv", world.is_root());
+  if (resume_step >= 0) sim.resume(resume_step, resume_time);
+
+  // Writers, checkpoint first: at a stop it is the one that matters.
+  const bool want_ckpt = cfg.get<long>("checkpoint.every_steps") > 0 || cfg.get<double>("checkpoint.every_time") > 0 ||
+                         cfg.get<double>("checkpoint.every_seconds") > 0 || cfg.get<bool>("checkpoint.at_exit");
+  if (want_ckpt) {
+    auto ckw = std::make_shared<CheckpointWriter>(ckpt_dir, cfg.get<int>("checkpoint.keep"), world);
+    Writer w;
+    w.name = "checkpoint";
+    w.schedule.every_steps = cfg.get<long>("checkpoint.every_steps");
+    w.schedule.every_time = cfg.get<double>("checkpoint.every_time");
+    w.schedule.every_seconds = cfg.get<double>("checkpoint.every_seconds");
+    w.at_exit = cfg.get<bool>("checkpoint.at_exit");
+    const std::string job = cfg.to_toml(), solver = cfg.get<std::string>("solver");
+    w.write = [ckw, job, solver, &model, world](long step, double time) {
+      const double t0 = wall_seconds();
+      const StateDescription state = model->state();
+      CheckpointMeta meta;
+      meta.solver = solver;
+      meta.step = step;
+      meta.time = time;
+      meta.job = job;
+      meta.decomposition = state.decomposition;
+      const std::string path = ckw->write(state, meta);
+      log_info(strprintf("checkpoint %s written and verified in %.2f s", path.c_str(), wall_seconds() - t0));
+    };
+    sim.add_writer(w);
+  }
+  const std::string format = cfg.get<std::string>("output.format");
+  if (format != "none") {
+    std::shared_ptr<OutputWriter> ow = make_output_writer(format, run_dir, name, world, resume_time);
+    const auto fields = cfg.get<std::vector<std::string>>("output.fields");
+    Writer w;
+    w.name = "output";
+    w.schedule.every_steps = cfg.get<long>("output.every_steps");
+    w.schedule.every_time = cfg.get<double>("output.every_time");
+    w.at_start = w.at_exit = true;
+    w.write = [ow, fields, &model](long step, double time) {
+      StateDescription state = model->state();
+      std::vector<GridArray> chosen;
+      for (auto& a : state.arrays) {
+        bool want = a.in_output && fields.empty();
+        for (const auto& f : fields) want = want || f == a.name;
+        if (want) chosen.push_back(a);
+      }
+      ow->write(step, time, state.geometry, chosen);
+    };
+    sim.add_writer(w);
+    log_info("output: " + ow->series_path() + " (open it in ParaView)");
+  }
+  auto diag = std::make_shared<DiagnosticsWriter>(run_dir + "/diagnostics.csv", world.is_root(), resume_step);
   Writer w;
   w.name = "diagnostics";
   w.schedule.every_steps = cfg.get<long>("diagnostics.every_steps");
@@ -133,14 +264,23 @@ int run_command(const RunOptions& o) {
   for (auto& [k, v] : diags) summary += strprintf(" %s=%.6g", k.c_str(), v);
   log_info("final diagnostics:" + summary);
   if (code == ExitCode::stopped)
-    log_info(strprintf("stopped at step %ld, time %.6g after %.1f s: exit 75 (resume with --restart auto once "
-                       "checkpoints are configured)",
-                       sim.step(), sim.time(), seconds));
+    log_info(strprintf("stopped at step %ld, time %.6g after %.1f s: exit 75%s", sim.step(), sim.time(), seconds,
+                       want_ckpt && cfg.get<bool>("checkpoint.at_exit") ? "; resume with --restart auto" : ""));
   else
     log_info(strprintf("done: %ld steps, time %.6g, %.1f s", sim.step(), sim.time(), seconds));
   model.reset();
   release_backend(exec);
   return static_cast<int>(code);
+}
+
+int inspect_command(const std::string& file) {
+  if (!Comm::world().is_root()) return 0;
+  try {
+    std::cout << inspect_hdf5(file);
+  } catch (const Error& e) {
+    throw InputError(file + ": " + e.what());
+  }
+  return 0;
 }
 
 int check_command(const RunOptions& o) {
@@ -192,9 +332,15 @@ int dispatch(int argc, char** argv) {
   };
   CLI::App* run = app.add_subcommand("run", "Run a job");
   add_job_options(run);
+  run->add_option("--restart", ro.restart,
+                  "auto (the newest checkpoint in the run directory that verifies; none: a fresh start) or a "
+                  "checkpoint file");
   CLI::App* check = app.add_subcommand("check", "Check a job file without running it");
   add_job_options(check);
   app.add_subcommand("info", "Version, build, backends, devices, MPI and HDF5");
+  std::string inspect_file;
+  CLI::App* inspect = app.add_subcommand("inspect", "What a checkpoint or output HDF5 file holds, checksums verified");
+  inspect->add_option("file", inspect_file, "HDF5 file")->required();
   std::string solver;
   CLI::App* keys = app.add_subcommand("keys", "List every job key of a solver (Markdown)");
   keys->add_option("solver", solver, "Solver name")->required();
@@ -207,6 +353,7 @@ int dispatch(int argc, char** argv) {
   if (*run) return run_command(ro);
   if (*check) return check_command(ro);
   if (*keys) return keys_command(solver);
+  if (*inspect) return inspect_command(inspect_file);
   return info_command();
 }
 

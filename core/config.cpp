@@ -364,6 +364,18 @@ std::string read_job_file(const std::string& path) {
 
 }  // namespace
 
+std::vector<std::string> restart_differences(const Config& now, const Config& then, const Schema& schema) {
+  std::vector<std::string> out;
+  for (const auto& spec : schema.keys()) {
+    if (spec.may_change_on_restart) continue;
+    const bool a = now.has(spec.name), b = then.has(spec.name);
+    const std::string va = a ? to_string(now.entries().at(spec.name).value) : "(unset)";
+    const std::string vb = b ? to_string(then.entries().at(spec.name).value) : "(unset)";
+    if (va != vb) out.push_back("key '" + spec.name + "': the checkpoint has " + vb + ", this job has " + va);
+  }
+  return out;
+}
+
 Config parse_job(const std::string& path, const std::vector<std::string>& overrides, const SchemaBuilder& build) {
   return parse_job_text(read_job_file(path), path, overrides, build);
 }

@@ -103,4 +103,8 @@ Config parse_job(const std::string& path, const std::vector<std::string>& overri
 Config parse_job_text(const std::string& text, const std::string& name, const std::vector<std::string>& overrides,
                       const SchemaBuilder& build);
 
+// What differs between a job and the job stored in a checkpoint, one line per key, leaving out
+// the keys the schema marks as free to change on restart (end time, cadences, wall time, ...).
+std::vector<std::string> restart_differences(const Config& now, const Config& then, const Schema& schema);
+
 }  // namespace cumulus

@@ -1,13 +1,35 @@
 #include "io/diagnostics_writer.hpp"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 
 #include "core/error.hpp"
 
 namespace cumulus {
 
-DiagnosticsWriter::DiagnosticsWriter(std::string path, bool is_root) : path_(std::move(path)), root_(is_root) {}
+DiagnosticsWriter::DiagnosticsWriter(std::string path, bool is_root, long resume_step)
+    : path_(std::move(path)), root_(is_root) {
+  if (!root_ || resume_step < 0) return;
+  std::ifstream in(path_);
+  std::string line, kept;
+  bool first = true;
+  while (std::getline(in, line)) {
+    if (first) {
+      kept += line + "\n";  // the header
+      first = false;
+      header_done_ = true;
+      continue;
+    }
+    if (std::strtol(line.c_str(), nullptr, 10) <= resume_step) kept += line + "\n";
+  }
+  in.close();
+  file_ = std::fopen(path_.c_str(), "w");
+  if (!file_) throw Error("cannot write '" + path_ + "': " + std::strerror(errno));
+  std::fputs(kept.c_str(), file_);
+  std::fflush(file_);
+}
 
 DiagnosticsWriter::~DiagnosticsWriter() {
   if (file_) std::fclose(file_);

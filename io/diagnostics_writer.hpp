@@ -9,7 +9,8 @@ namespace cumulus {
 
 class DiagnosticsWriter {
  public:
-  DiagnosticsWriter(std::string path, bool is_root);
+  // `resume_step` >= 0: continue an existing file after a restart, dropping rows after that step.
+  DiagnosticsWriter(std::string path, bool is_root, long resume_step = -1);
   ~DiagnosticsWriter();
   DiagnosticsWriter(const DiagnosticsWriter&) = delete;
   DiagnosticsWriter& operator=(const DiagnosticsWriter&) = delete;

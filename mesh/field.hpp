@@ -70,6 +70,21 @@ class Field {
     return out;
   }
 
+  // Replaces the interior values from the host, same order as interior_to_host.
+  void interior_from_host(const Exec& ex, const std::vector<T>& in) {
+    if (in.size() != static_cast<std::size_t>(interior_.volume() * ncomp_))
+      throw Error("Field::interior_from_host: size mismatch for '" + name_ + "'");
+    std::vector<T> all = data_.to_host(ex);
+    const View<T> v{all.data(), alloc_.lo[0], alloc_.lo[1], alloc_.lo[2], alloc_.size(0),
+                    static_cast<std::int64_t>(alloc_.size(0)) * alloc_.size(1), alloc_.volume()};
+    std::size_t n = 0;
+    for (int c = 0; c < ncomp_; ++c)
+      for (int k = interior_.lo[2]; k < interior_.hi[2]; ++k)
+        for (int j = interior_.lo[1]; j < interior_.hi[1]; ++j)
+          for (int i = interior_.lo[0]; i < interior_.hi[0]; ++i) v(i, j, k, c) = in[n++];
+    data_.from_host(ex, all);
+  }
+
   void swap(Field& o) noexcept {
     std::swap(name_, o.name_);
     std::swap(interior_, o.interior_);

@@ -9,6 +9,7 @@
 #include "core/comm.hpp"
 #include "core/config.hpp"
 #include "core/exec.hpp"
+#include "io/state.hpp"
 
 namespace cumulus {
 
@@ -38,6 +39,8 @@ class Model {
   virtual std::optional<HealthIssue> check_health() = 0;  // collective
   // Named scalars (energy, mass, error norms) for the diagnostics table; collective.
   virtual std::vector<std::pair<std::string, double>> diagnostics(double time) = 0;
+  // The persistent state (checkpoints, restart) and the fields shown in ParaView, described once.
+  virtual StateDescription state() = 0;
 };
 
 struct SolverEntry {
@@ -47,6 +50,7 @@ struct SolverEntry {
   // Checks that need more than one key or the rank count, before anything is allocated.
   void (*check)(const Config&, int nranks);
   std::unique_ptr<Model> (*create)(const Config&, const Context&);
+  std::vector<std::string> output_fields;  // what [output] fields may name
 };
 
 class SolverRegistry {
@@ -66,6 +70,6 @@ class SolverRegistry {
 // Keys every job has: solver, [run], [diagnostics].
 void declare_common_keys(Schema& schema, const std::vector<std::string>& solver_names);
 // Checks on the common keys that the schema cannot express.
-void check_common_keys(const Config& cfg);
+void check_common_keys(const Config& cfg, const SolverEntry& solver);
 
 }  // namespace cumulus

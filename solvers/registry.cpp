@@ -42,11 +42,13 @@ void SolverRegistry::build_schema(const std::string& solver, Schema& schema) con
 void declare_common_keys(Schema& s, const std::vector<std::string>& solver_names) {
   s.key("solver", ValueType::string, "Which solver runs this job").require().one_of(solver_names);
   s.key("run.name", ValueType::string, "Name of the run, used in logs (default: the job file's name without .toml)")
-      .def(std::string());
+      .def(std::string())
+      .restart_may_change();
   s.key("run.directory", ValueType::string,
         "Directory for everything the run writes (default: the job file's name without .toml, in the current "
         "directory)")
-      .def(std::string());
+      .def(std::string())
+      .restart_may_change();
   s.key("run.backend", ValueType::string,
         "Where kernels run: auto (CUDA when a device is visible, else host), cuda, or host")
       .def(std::string("auto"))
@@ -86,11 +88,65 @@ void declare_common_keys(Schema& s, const std::vector<std::string>& solver_names
       .def(0.0)
       .at_least(0)
       .restart_may_change();
+
+  s.key("checkpoint.every_steps", ValueType::integer, "Steps between checkpoints (0: not by steps)")
+      .def(std::int64_t{0})
+      .at_least(0)
+      .restart_may_change();
+  s.key("checkpoint.every_time", ValueType::real, "Simulated time between checkpoints (0: not by time)")
+      .def(0.0)
+      .at_least(0)
+      .restart_may_change();
+  s.key("checkpoint.every_seconds", ValueType::real,
+        "Wall time between checkpoints (0: not by wall time); what bounds the work a preemption can lose")
+      .def(0.0)
+      .at_least(0)
+      .unit("s")
+      .restart_may_change();
+  s.key("checkpoint.keep", ValueType::integer, "How many verified checkpoints to keep (older ones are deleted)")
+      .def(std::int64_t{2})
+      .at_least(1)
+      .restart_may_change();
+  s.key("checkpoint.at_exit", ValueType::boolean,
+        "Also checkpoint when the run ends, is signalled or reaches its wall-time limit")
+      .def(true)
+      .restart_may_change();
+  s.key("checkpoint.directory", ValueType::string, "Where checkpoints go, relative to the run directory")
+      .def(std::string("checkpoints"))
+      .restart_may_change();
+  s.key("output.format", ValueType::string,
+        "ParaView output: vtk (.vti pieces + .pvti + .pvd), xdmf (one HDF5 file per step + .xmf), or none")
+      .def(std::string("vtk"))
+      .one_of({"vtk", "xdmf", "none"})
+      .restart_may_change();
+  s.key("output.every_steps", ValueType::integer,
+        "Steps between outputs (0: not by steps; the first and last step always)")
+      .def(std::int64_t{0})
+      .at_least(0)
+      .restart_may_change();
+  s.key("output.every_time", ValueType::real, "Simulated time between outputs (0: not by time)")
+      .def(0.0)
+      .at_least(0)
+      .restart_may_change();
+  s.key("output.fields", ValueType::string_array, "Fields to write (empty: all the solver offers)")
+      .def(std::vector<std::string>{})
+      .restart_may_change();
 }
 
-void check_common_keys(const Config& cfg) {
+void check_common_keys(const Config& cfg, const SolverEntry& solver) {
   if (cfg.get<std::int64_t>("run.end_step") == 0 && cfg.get<double>("run.end_time") == 0)
     cfg.fail("run.end_step", "the run has no end: set run.end_step or run.end_time (or both)");
+  for (const auto& f : cfg.get<std::vector<std::string>>("output.fields")) {
+    bool known = false;
+    for (const auto& o : solver.output_fields) known = known || o == f;
+    if (!known) {
+      std::string msg = "no field named \"" + f + "\" in solver " + solver.name + " (fields:";
+      for (const auto& o : solver.output_fields) msg += " " + o;
+      msg += ")";
+      if (auto m = closest_match(f, solver.output_fields); !m.empty()) msg += "; did you mean \"" + m + "\"?";
+      cfg.fail("output.fields", msg);
+    }
+  }
 }
 
 }  // namespace cumulus

@@ -10,12 +10,21 @@
 
 namespace cumulus {
 
+namespace {
+// Slot of the current time; a tiny tolerance so that t = 0.1 + 0.1 + 0.1 counts as 0.3.
+long time_slot(double time, double every) { return static_cast<long>(std::floor(time / every * (1 + 1e-12) + 1e-9)); }
+}  // namespace
+
+void Schedule::start(double time, double wall) {
+  last_wall = wall;
+  last_time_slot = every_time > 0 ? time_slot(time, every_time) : 0;
+}
+
 bool Schedule::due(long step, double time, double wall) {
   bool d = false;
   if (every_steps > 0 && step % every_steps == 0) d = true;
   if (every_time > 0) {
-    // Slot of the current time; a tiny tolerance so that t = 0.1 + 0.1 + 0.1 counts as 0.3.
-    const long slot = static_cast<long>(std::floor(time / every_time * (1 + 1e-12) + 1e-9));
+    const long slot = time_slot(time, every_time);
     if (slot > last_time_slot) {
       last_time_slot = slot;
       d = true;
@@ -77,10 +86,11 @@ void Simulation::progress(bool force) {
   const double rate = dt_wall > 0 ? dsteps * model_.work_per_step() / dt_wall : 0;
   const double elapsed = now - t_start_;
   double eta = -1;
-  const double per_step = step_ > 0 ? elapsed / step_ : 0;
+  const long done = step_ - first_step_;
+  const double per_step = done > 0 ? elapsed / done : 0;
   if (s_.end_step > 0) eta = (s_.end_step - step_) * per_step;
-  if (s_.end_time > 0 && time_ > 0) {
-    const double e2 = (s_.end_time - time_) * elapsed / time_;
+  if (s_.end_time > 0 && time_ > first_time_) {
+    const double e2 = (s_.end_time - time_) * elapsed / (time_ - first_time_);
     eta = eta < 0 ? e2 : std::min(eta, e2);
   }
   log_info(strprintf("step %8ld  t %-12.6g  %9.2f M%s/s  wall %s  ETA %s", step_, time_, rate / 1e6,
@@ -92,9 +102,11 @@ void Simulation::progress(bool force) {
 ExitCode Simulation::run() {
   t_start_ = wall_seconds();
   last_progress_wall_ = t_start_;
-  for (auto& w : writers_) w.schedule.last_wall = t_start_;
+  for (auto& w : writers_) w.schedule.start(time_, t_start_);
+  last_progress_step_ = first_step_ = step_;
+  first_time_ = time_;
   health_check();
-  run_writers(true, false);
+  if (!resumed_) run_writers(true, false);
   progress(true);
 
   ExitCode result = ExitCode::done;

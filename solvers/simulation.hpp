@@ -18,6 +18,7 @@ struct Schedule {
   double every_seconds = 0;
 
   bool due(long step, double time, double wall);  // updates the schedule's memory when due
+  void start(double time, double wall);           // at the start of a run (or a restart)
   long last_time_slot = 0;
   double last_wall = 0;
 };
@@ -48,6 +49,13 @@ class Simulation {
   // Runs to the end or a stop. Returns ExitCode::done or ExitCode::stopped; throws Error with
   // ExitCode::blow_up when the health check finds a non-finite value.
   ExitCode run();
+  // Continues from a checkpoint: the clock restarts at (step, time); writers that run at the start
+  // of a fresh run do not repeat.
+  void resume(long step, double time) {
+    step_ = step;
+    time_ = time;
+    resumed_ = true;
+  }
   long step() const { return step_; }
   double time() const { return time_; }
   double run_seconds() const;
@@ -63,6 +71,9 @@ class Simulation {
   SimulationSettings s_;
   std::vector<Writer> writers_;
   long step_ = 0;
+  bool resumed_ = false;
+  long first_step_ = 0;
+  double first_time_ = 0;
   double time_ = 0;
   double t_start_ = 0;
   double last_progress_wall_ = 0;

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "core/log.hpp"
@@ -301,13 +302,41 @@ std::vector<std::pair<std::string, double>> HeatModel::diagnostics(double time) 
   };
 }
 
+StateDescription HeatModel::state() {
+  StateDescription s;
+  s.geometry.ndim = decomp_.ndim();
+  for (int d = 0; d < 3; ++d) s.geometry.spacing[d] = analytic_.h[d];
+  const Index3& dims = decomp_.dims();
+  s.decomposition = {dims[0], dims[1], dims[2]};
+  GridArray a;
+  a.name = "temperature";
+  a.units = "K";
+  a.dtype = DType::f64;
+  a.global_box = decomp_.global_box();
+  a.local_box = u_.interior();
+  // The lambdas hold `this`: the description lives no longer than the model.
+  a.read_local = [this] {
+    const std::vector<double> v = u_.interior_to_host(ctx_.exec);
+    std::vector<unsigned char> b(v.size() * sizeof(double));
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
+  };
+  a.write_local = [this](const std::vector<unsigned char>& b) {
+    std::vector<double> v(b.size() / sizeof(double));
+    std::memcpy(v.data(), b.data(), v.size() * sizeof(double));
+    u_.interior_from_host(ctx_.exec, v);
+  };
+  s.arrays.push_back(std::move(a));
+  return s;
+}
+
 namespace {
 std::unique_ptr<Model> create(const Config& cfg, const Context& ctx) { return std::make_unique<HeatModel>(cfg, ctx); }
 }  // namespace
 
 void register_solver(SolverRegistry& r) {
   r.add(SolverEntry{"heat", "heat equation, explicit 2nd-order stencil, 2D/3D (the reference solver)", declare_keys,
-                    check, create});
+                    check, create, {"temperature"}});
 }
 
 }  // namespace cumulus::heat

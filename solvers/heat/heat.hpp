@@ -38,6 +38,7 @@ class HeatModel : public Model {
   std::string work_unit() const override { return "cell-updates"; }
   std::optional<HealthIssue> check_health() override;
   std::vector<std::pair<std::string, double>> diagnostics(double time) override;
+  StateDescription state() override;
 
   const Field<double>& temperature() const { return u_; }
   const CartesianDecomposition& decomposition() const { return decomp_; }

@@ -1,0 +1,332 @@
+#include "io/checkpoint.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "core/log.hpp"
+#include "core/strings.hpp"
+#include "core/timers.hpp"
+#include "cumulus/version.hpp"
+#include "io/hdf5_file.hpp"
+
+namespace cumulus {
+
+namespace fs = std::filesystem;
+
+namespace {
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+std::vector<hsize_t> global_dims(const GridArray& a) {
+  return {static_cast<hsize_t>(a.ncomp), static_cast<hsize_t>(a.global_box.size(2)),
+          static_cast<hsize_t>(a.global_box.size(1)), static_cast<hsize_t>(a.global_box.size(0))};
+}
+std::vector<hsize_t> local_start(const GridArray& a) {
+  return {0, static_cast<hsize_t>(a.local_box.lo[2] - a.global_box.lo[2]),
+          static_cast<hsize_t>(a.local_box.lo[1] - a.global_box.lo[1]),
+          static_cast<hsize_t>(a.local_box.lo[0] - a.global_box.lo[0])};
+}
+std::vector<hsize_t> local_count(const GridArray& a) {
+  return {static_cast<hsize_t>(a.ncomp), static_cast<hsize_t>(a.local_box.size(2)),
+          static_cast<hsize_t>(a.local_box.size(1)), static_cast<hsize_t>(a.local_box.size(0))};
+}
+hid_t h5type(DType t) { return h5::native_type(static_cast<int>(t)); }
+
+// Fault injection for the tests: CUMULUS_TEST_PAUSE_CHECKPOINT=<phase> makes the writer announce
+// the phase in a marker file and wait there, so that a test can SIGKILL it mid-write.
+void maybe_pause(const std::string& phase, const std::string& tmp, const Comm& comm) {
+  const char* want = std::getenv("CUMULUS_TEST_PAUSE_CHECKPOINT");
+  if (!want || phase != want) return;
+  if (comm.is_root()) std::ofstream(tmp + ".paused-" + phase) << phase << "\n";
+  std::this_thread::sleep_for(std::chrono::seconds(600));
+}
+
+void fsync_path(const std::string& path, bool directory) {
+  const int fd = ::open(path.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+std::uint64_t comm_sum_u64(const Comm& comm, std::uint64_t v) {
+  std::uint64_t out = 0;
+  mpi_check(MPI_Allreduce(&v, &out, 1, MPI_UINT64_T, MPI_SUM, comm.raw()), "MPI_Allreduce");
+  return out;
+}
+
+// This rank's part of `a` read from an open file (collective).
+std::vector<unsigned char> read_part(hid_t file, const GridArray& a) {
+  h5::Handle d(H5Dopen2(file, ("arrays/" + a.name).c_str(), H5P_DEFAULT), H5Dclose);
+  if (d.id() < 0) throw Error("array '" + a.name + "' is missing");
+  std::vector<unsigned char> buf(static_cast<std::size_t>(a.local_box.volume()) * a.ncomp * dtype_size(a.dtype));
+  h5::read_hyperslab(d, h5type(a.dtype), local_start(a), local_count(a), buf.data(), true);
+  return buf;
+}
+
+// Verifies every array's checksum; returns the parts read (so that restore reads once).
+std::vector<std::vector<unsigned char>> read_and_verify(hid_t file, const StateDescription& state, const Comm& comm) {
+  std::vector<std::vector<unsigned char>> parts;
+  for (const GridArray& a : state.arrays) {
+    h5::Handle d(H5Dopen2(file, ("arrays/" + a.name).c_str(), H5P_DEFAULT), H5Dclose);
+    const int ok = comm.bitwise_or(d.id() < 0 ? 1 : 0);
+    if (ok) throw Error("array '" + a.name + "' is missing");
+    if (h5::dataset_dims(d) != global_dims(a)) throw Error("array '" + a.name + "' has the wrong shape");
+    if (!h5::has_attr(d, "checksum")) throw Error("array '" + a.name + "' has no checksum");
+    const std::uint64_t stored = h5::read_attr_uint(d, "checksum");
+    d.reset();
+    parts.push_back(read_part(file, a));
+    const std::uint64_t sum = comm_sum_u64(comm, array_checksum_part(a, parts.back()));
+    if (sum != stored)
+      throw Error(strprintf("array '%s' fails its checksum (stored %016llx, computed %016llx): the data are damaged",
+                            a.name.c_str(), static_cast<unsigned long long>(stored),
+                            static_cast<unsigned long long>(sum)));
+  }
+  return parts;
+}
+}  // namespace
+
+std::uint64_t array_checksum_part(const GridArray& a, const std::vector<unsigned char>& local) {
+  const std::size_t es = dtype_size(a.dtype);
+  const Box& g = a.global_box;
+  const Box& b = a.local_box;
+  const std::int64_t nx = g.size(0), ny = g.size(1), nz = g.size(2);
+  std::uint64_t sum = 0;
+  std::size_t n = 0;
+  for (int c = 0; c < a.ncomp; ++c)
+    for (int k = b.lo[2]; k < b.hi[2]; ++k)
+      for (int j = b.lo[1]; j < b.hi[1]; ++j) {
+        const std::int64_t row = ((c * nz + (k - g.lo[2])) * ny + (j - g.lo[1])) * nx - g.lo[0];
+        for (int i = b.lo[0]; i < b.hi[0]; ++i, n += es) {
+          std::uint64_t bits = 0;
+          std::memcpy(&bits, local.data() + n, es);
+          sum += splitmix64(static_cast<std::uint64_t>(row + i) ^ splitmix64(bits));
+        }
+      }
+  return sum;
+}
+
+std::string checkpoint_file_name(std::int64_t step) { return strprintf("checkpoint_%012lld.h5", static_cast<long long>(step)); }
+
+std::vector<std::string> list_checkpoints(const std::string& directory) {
+  std::vector<std::pair<long long, std::string>> found;
+  std::error_code ec;
+  if (!fs::is_directory(directory, ec)) return {};
+  static const std::regex pattern(R"(checkpoint_(\d{12})\.h5)");
+  for (const auto& e : fs::directory_iterator(directory, ec)) {
+    std::smatch m;
+    const std::string name = e.path().filename().string();
+    if (std::regex_match(name, m, pattern)) found.push_back({std::stoll(m[1]), e.path().string()});
+  }
+  std::sort(found.begin(), found.end(), [](auto& a, auto& b) { return a.first > b.first; });
+  std::vector<std::string> out;
+  for (auto& f : found) out.push_back(f.second);
+  return out;
+}
+
+CheckpointWriter::CheckpointWriter(std::string directory, int keep, const Comm& comm)
+    : dir_(std::move(directory)), keep_(keep), comm_(comm) {}
+
+std::string CheckpointWriter::write(const StateDescription& state, const CheckpointMeta& meta) {
+  const std::string final_path = dir_ + "/" + checkpoint_file_name(meta.step);
+  const std::string tmp = final_path + ".tmp";
+  std::string err;
+  if (comm_.is_root()) {
+    std::error_code ec;
+    fs::create_directories(dir_, ec);
+    if (ec) err = "cannot create the checkpoint directory '" + dir_ + "': " + ec.message();
+    // Leftovers of writes that were killed: never valid, never read.
+    for (const auto& e : fs::directory_iterator(dir_, ec))
+      if (e.path().filename().string().find(".tmp") != std::string::npos) fs::remove(e.path(), ec);
+  }
+  comm_.broadcast(err);
+  if (!err.empty()) throw Error(err);
+
+  {
+    ScopedTimer t("checkpoint.write");
+    h5::Handle f = h5::create_file(tmp, comm_);
+    h5::write_attr(f, "format", std::string("cumulus-checkpoint"));
+    h5::write_attr(f, "format_version", std::int64_t{1});
+    h5::write_attr(f, "solver", meta.solver);
+    h5::write_attr(f, "step", meta.step);
+    h5::write_attr(f, "time", meta.time);
+    h5::write_attr(f, "job", meta.job);
+    h5::write_attr(f, "cumulus_version", std::string(build::version));
+    h5::write_attr(f, "git_commit", std::string(build::git_commit));
+    h5::write_attr(f, "nranks", static_cast<std::int64_t>(comm_.size()));
+    h5::write_attr(f, "decomposition", meta.decomposition);
+    h5::Handle g = h5::create_group(f, "arrays");
+    for (const GridArray& a : state.arrays) {
+      const std::vector<unsigned char> part = a.read_local();
+      const std::uint64_t sum = comm_sum_u64(comm_, array_checksum_part(a, part));
+      h5::Handle d = h5::create_dataset(g, a.name, h5type(a.dtype), global_dims(a));
+      h5::write_hyperslab(d, h5type(a.dtype), local_start(a), local_count(a), part.data(), true);
+      h5::write_attr(d, "units", a.units);
+      h5::write_attr(d, "dtype", std::string(dtype_name(a.dtype)));
+      h5::write_attr(d, "checksum", sum);
+      h5::write_attr(d, "checksum_algorithm", std::string(kChecksumAlgorithm));
+      h5::write_attr(d, "global_lo", std::vector<std::int64_t>{a.global_box.lo[0], a.global_box.lo[1], a.global_box.lo[2]});
+    }
+    maybe_pause("data", tmp, comm_);
+    if (H5Fflush(f, H5F_SCOPE_GLOBAL) < 0) throw Error("cannot flush checkpoint '" + tmp + "'");
+  }
+  if (comm_.is_root()) fsync_path(tmp, false);
+  comm_.barrier();
+  maybe_pause("verify", tmp, comm_);
+  {
+    ScopedTimer t("checkpoint.verify");
+    try {
+      h5::Handle f = h5::open_file(tmp, comm_);
+      read_and_verify(f, state, comm_);
+    } catch (const Error& e) {
+      throw Error("checkpoint '" + tmp + "' did not verify after writing: " + e.what());
+    }
+  }
+  maybe_pause("rename", tmp, comm_);
+  err.clear();
+  if (comm_.is_root()) {
+    std::error_code ec;
+    fs::rename(tmp, final_path, ec);
+    if (ec) err = "cannot rename '" + tmp + "' to '" + final_path + "': " + ec.message();
+    fsync_path(dir_, true);
+  }
+  comm_.broadcast(err);
+  if (!err.empty()) throw Error(err);
+  maybe_pause("prune", tmp, comm_);
+  if (comm_.is_root()) {
+    const auto all = list_checkpoints(dir_);
+    for (std::size_t n = static_cast<std::size_t>(keep_); n < all.size(); ++n) {
+      std::error_code ec;
+      fs::remove(all[n], ec);
+    }
+  }
+  comm_.barrier();
+  return final_path;
+}
+
+CheckpointMeta read_checkpoint_meta(const std::string& path, const Comm& comm) {
+  h5::Handle f = h5::open_file(path, comm);
+  if (!h5::has_attr(f, "format") || h5::read_attr_string(f, "format") != "cumulus-checkpoint")
+    throw Error("not a cumulus checkpoint (no format attribute)");
+  CheckpointMeta m;
+  m.solver = h5::read_attr_string(f, "solver");
+  m.step = h5::read_attr_int(f, "step");
+  m.time = h5::read_attr_double(f, "time");
+  m.job = h5::read_attr_string(f, "job");
+  m.cumulus_version = h5::read_attr_string(f, "cumulus_version");
+  m.git_commit = h5::read_attr_string(f, "git_commit");
+  m.nranks = h5::read_attr_int(f, "nranks");
+  m.decomposition = h5::read_attr_ints(f, "decomposition");
+  return m;
+}
+
+std::string checkpoint_layout_mismatch(const std::string& path, const StateDescription& state, const Comm& comm) {
+  h5::Handle f = h5::open_file(path, comm);
+  for (const GridArray& a : state.arrays) {
+    const std::string p = "arrays/" + a.name;
+    if (!h5::exists(f, "arrays") || !h5::exists(f, p)) return "array '" + a.name + "' is not in the checkpoint";
+    h5::Handle d(H5Dopen2(f, p.c_str(), H5P_DEFAULT), H5Dclose);
+    const auto dims = h5::dataset_dims(d), want = global_dims(a);
+    if (dims != want) {
+      auto str = [](const std::vector<hsize_t>& v) {
+        std::string s;
+        for (std::size_t n = 0; n < v.size(); ++n) s += (n ? " x " : "") + std::to_string(v[n]);
+        return s;
+      };
+      return "array '" + a.name + "' is " + str(dims) + " (components x nz x ny x nx) in the checkpoint but " +
+             str(want) + " in this job";
+    }
+    if (h5::has_attr(d, "dtype") && h5::read_attr_string(d, "dtype") != dtype_name(a.dtype))
+      return "array '" + a.name + "' is stored as " + h5::read_attr_string(d, "dtype") + " but this job uses " +
+             dtype_name(a.dtype);
+  }
+  return "";
+}
+
+void restore_checkpoint(const std::string& path, const StateDescription& state, const Comm& comm) {
+  ScopedTimer t("checkpoint.read");
+  std::vector<std::vector<unsigned char>> parts;
+  {
+    h5::Handle f = h5::open_file(path, comm);
+    parts = read_and_verify(f, state, comm);
+  }
+  for (std::size_t n = 0; n < state.arrays.size(); ++n) state.arrays[n].write_local(parts[n]);
+}
+
+std::string inspect_hdf5(const std::string& path) {
+  h5::Handle f = h5::open_file_serial(path);
+  std::string out = path + "\n";
+  const bool ckpt = h5::has_attr(f, "format") && h5::read_attr_string(f, "format") == "cumulus-checkpoint";
+  out += ckpt ? "kind: cumulus checkpoint\n" : "kind: HDF5 file (not a checkpoint)\n";
+  std::string job;
+  for (const char* key : {"format_version", "solver", "step", "time", "nranks", "cumulus_version", "git_commit"}) {
+    if (!h5::has_attr(f, key)) continue;
+    h5::Handle a(H5Aopen(f, key, H5P_DEFAULT), H5Aclose);
+    h5::Handle t(H5Aget_type(a), H5Tclose);
+    std::string v;
+    switch (H5Tget_class(t)) {
+      case H5T_STRING: v = h5::read_attr_string(f, key); break;
+      case H5T_FLOAT: v = strprintf("%.17g", h5::read_attr_double(f, key)); break;
+      default: v = std::to_string(h5::read_attr_int(f, key)); break;
+    }
+    out += strprintf("%-16s %s\n", (std::string(key) + ":").c_str(), v.c_str());
+  }
+  if (h5::has_attr(f, "decomposition")) {
+    auto d = h5::read_attr_ints(f, "decomposition");
+    out += "decomposition:   ";
+    for (std::size_t n = 0; n < d.size(); ++n) out += (n ? " x " : "") + std::to_string(d[n]);
+    out += "\n";
+  }
+  if (h5::has_attr(f, "job")) job = h5::read_attr_string(f, "job");
+  const std::string group = h5::exists(f, "arrays") ? "arrays" : ".";
+  h5::Handle g(H5Gopen2(f, group.c_str(), H5P_DEFAULT), H5Gclose);
+  H5G_info_t info{};
+  H5Gget_info(g, &info);
+  out += "arrays:\n";
+  bool all_ok = true;
+  for (hsize_t n = 0; n < info.nlinks; ++n) {
+    char name[256] = {0};
+    H5Lget_name_by_idx(g, ".", H5_INDEX_NAME, H5_ITER_INC, n, name, sizeof(name), H5P_DEFAULT);
+    H5O_info_t oi{};
+    if (H5Oget_info_by_name(g, name, &oi, H5P_DEFAULT) < 0 || oi.type != H5O_TYPE_DATASET) continue;
+    h5::Handle d(H5Dopen2(g, name, H5P_DEFAULT), H5Dclose);
+    const auto dims = h5::dataset_dims(d);
+    std::string shape;
+    for (std::size_t k = 0; k < dims.size(); ++k) shape += (k ? " x " : "") + std::to_string(dims[k]);
+    std::string status = "no checksum";
+    std::string units = h5::has_attr(d, "units") ? h5::read_attr_string(d, "units") : "";
+    if (h5::has_attr(d, "checksum") && h5::has_attr(d, "dtype") && dims.size() == 4) {
+      GridArray a;
+      a.name = name;
+      const std::string dt = h5::read_attr_string(d, "dtype");
+      for (DType t : {DType::f64, DType::f32, DType::i32, DType::u16, DType::u8})
+        if (dt == dtype_name(t)) a.dtype = t;
+      a.ncomp = static_cast<int>(dims[0]);
+      a.global_box = Box(0, 0, 0, static_cast<int>(dims[3]), static_cast<int>(dims[2]), static_cast<int>(dims[1]));
+      a.local_box = a.global_box;
+      std::vector<unsigned char> buf(static_cast<std::size_t>(a.global_box.volume()) * a.ncomp * dtype_size(a.dtype));
+      const bool read = H5Dread(d, h5type(a.dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()) >= 0;
+      const bool ok = read && array_checksum_part(a, buf) == h5::read_attr_uint(d, "checksum");
+      status = ok ? "checksum ok" : (read ? "CHECKSUM MISMATCH" : "UNREADABLE");
+      all_ok = all_ok && ok;
+    }
+    out += strprintf("  %-20s %-22s %-6s %s%s\n", name, shape.c_str(), units.c_str(), status.c_str(), "");
+  }
+  if (ckpt) out += all_ok ? "verification: all checksums ok\n" : "verification: FAILED\n";
+  if (!job.empty()) out += "job:\n" + job;
+  return out;
+}
+
+}  // namespace cumulus

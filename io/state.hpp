@@ -1,0 +1,49 @@
+#pragma once
+// What a Model persists and shows, described once: named arrays with their global layout.
+// Checkpoints, restarts and ParaView output are written against this description for every
+// solver. A grid array is a hyperslab per rank of a global (component, k, j, i) array. Cube-sphere
+// tiles use the same description with the panel index as the k axis; particle sets (per-rank
+// counts, global offsets by prefix sum) will join as a second kind of array.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/box.hpp"
+
+namespace cumulus {
+
+enum class DType { f64, f32, i32, u16, u8 };
+std::size_t dtype_size(DType t);
+const char* dtype_name(DType t);  // "f64", ...
+
+struct GridArray {
+  std::string name;   // dataset and ParaView array name
+  std::string units;  // written beside the data
+  DType dtype = DType::f64;
+  int ncomp = 1;
+  Box global_box;  // global cells
+  Box local_box;   // this rank's part (a sub-box of global_box)
+  // This rank's values, (c, k, j, i) order, i fastest, as raw bytes of dtype.
+  std::function<std::vector<unsigned char>()> read_local;
+  // Replaces this rank's values (same order) on restart; empty for output-only arrays.
+  std::function<void(const std::vector<unsigned char>&)> write_local;
+  bool in_checkpoint = true;  // persistent state
+  bool in_output = true;      // shown in ParaView
+};
+
+// The geometry ParaView needs to place a grid: 2 or 3 dimensions, origin and cell size.
+struct GridGeometry {
+  int ndim = 3;
+  double origin[3] = {0, 0, 0};
+  double spacing[3] = {1, 1, 1};
+};
+
+struct StateDescription {
+  GridGeometry geometry;
+  std::vector<GridArray> arrays;
+  std::vector<std::int64_t> decomposition;  // ranks along x, y, z (recorded in checkpoints)
+};
+
+}  // namespace cumulus
