@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "core/comm.hpp"
@@ -32,6 +33,7 @@ struct RunOptions {
   std::string backend;
   std::string walltime;
   std::string restart;
+  bool walltime_given = false;
 };
 
 // "3600", "90.5", "01:00:00" or "1:30" -> seconds.
@@ -44,7 +46,7 @@ double parse_walltime(const std::string& s) {
     const std::string part = s.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
     char* end = nullptr;
     const double v = std::strtod(part.c_str(), &end);
-    if (part.empty() || *end != '\0' || v < 0)
+    if (part.empty() || *end != '\0' || !(v >= 0 && v < 1e9))
       throw InputError("--walltime " + s + ": expected seconds or HH:MM:SS");
     total = total * 60 + v;
     ++parts;
@@ -58,12 +60,25 @@ double parse_walltime(const std::string& s) {
 Config load_job(const RunOptions& o) {
   const auto& reg = SolverRegistry::all();
   std::vector<std::string> overrides = o.sets;
-  if (!o.backend.empty()) overrides.push_back("run.backend=\"" + o.backend + "\"");
+  if (!o.backend.empty()) {
+    if (o.backend != "auto" && o.backend != "cuda" && o.backend != "host")
+      throw InputError("--backend " + o.backend + ": expected auto, cuda or host");
+    overrides.push_back("run.backend=\"" + o.backend + "\"");
+  }
+  if (o.walltime_given && o.walltime.empty()) throw InputError("--walltime: expected seconds or HH:MM:SS, got nothing");
   if (!o.walltime.empty()) overrides.push_back("run.walltime=" + strprintf("%.17g", parse_walltime(o.walltime)));
   Config cfg = parse_job(o.job, overrides, [&](const std::string& solver, Schema& s) { reg.build_schema(solver, s); });
+  // Messages about these keys name the option the user typed.
+  if (!o.backend.empty()) cfg.set("run.backend", cfg.get<std::string>("run.backend"), "--backend " + o.backend);
+  if (!o.walltime.empty()) cfg.set("run.walltime", cfg.get<double>("run.walltime"), "--walltime " + o.walltime);
   const SolverEntry& entry = *reg.find(cfg.get<std::string>("solver"));
   check_common_keys(cfg, entry);
   entry.check(cfg, Comm::world().size());
+  // The backend asked for must exist here (selecting it, which creates streams, comes later).
+  const std::string backend = cfg.get<std::string>("run.backend");
+  if (backend == "cuda" && (!cuda_built() || cuda_device_count() == 0))
+    cfg.fail("run.backend", cuda_built() ? "backend \"cuda\" requested, but no CUDA device is visible to this process"
+                                         : "backend \"cuda\" requested, but this binary was built without CUDA");
   return cfg;
 }
 
@@ -143,6 +158,8 @@ int run_command(const RunOptions& o) {
     cfg.fail("run.backend", e.what());
   }
   const std::string run_dir = run_directory_for(o.job, cfg.get<std::string>("run.directory"));
+  if (std::filesystem::exists(run_dir) && !std::filesystem::is_directory(run_dir))
+    cfg.fail("run.directory", "'" + run_dir + "' exists and is not a directory");
   const std::string ckpt_dir = run_dir + "/" + cfg.get<std::string>("checkpoint.directory");
   std::vector<std::string> notes;
   const std::vector<RestartCandidate> candidates = restart_candidates(o.restart, ckpt_dir, cfg, notes);
@@ -328,7 +345,8 @@ int dispatch(int argc, char** argv) {
     sub->add_option("job", ro.job, "Job file (TOML)")->required();
     sub->add_option("--set", ro.sets, "Override a key: section.key=value (repeatable)")->take_all();
     sub->add_option("--backend", ro.backend, "auto, cuda or host (overrides run.backend)");
-    sub->add_option("--walltime", ro.walltime, "Wall-time limit, seconds or HH:MM:SS (overrides run.walltime)");
+    sub->add_option("--walltime", ro.walltime, "Wall-time limit, seconds or HH:MM:SS (overrides run.walltime)")
+        ->each([&](const std::string&) { ro.walltime_given = true; });
   };
   CLI::App* run = app.add_subcommand("run", "Run a job");
   add_job_options(run);

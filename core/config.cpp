@@ -244,8 +244,8 @@ const char* toml_type_name(const toml::node& n) {
 // Converts one TOML value to the declared type; returns an error text or "".
 std::string convert(const KeySpec& spec, const toml::node& n, Value& out) {
   auto type_error = [&] {
-    return std::string("expected ") + to_string(spec.type) + ", got " + toml_type_name(n) + " (" +
-           (n.is_string() ? quote(**n.as_string()) : "") + ")";
+    return std::string("expected ") + to_string(spec.type) + ", got " + toml_type_name(n) +
+           (n.is_string() ? " (" + quote(**n.as_string()) + ")" : "");
   };
   auto number = [](const toml::node& e, double& d) {
     if (e.is_integer()) d = static_cast<double>(**e.as_integer());
@@ -407,7 +407,10 @@ Config parse_job_text(const std::string& text, const std::string& name, const st
     auto tbl = std::make_shared<toml::table>();
     try {
       *tbl = toml::parse("v = " + val);
-    } catch (const toml::parse_error&) {
+    } catch (const toml::parse_error& e) {
+      // A bare word is a string; something that starts like TOML and does not parse is an error.
+      if (!val.empty() && std::string("[{\"'").find(val.front()) != std::string::npos)
+        throw InputError("--set " + o + ": the value is not valid TOML: " + std::string(e.description()));
       *tbl = toml::table{{"v", val}};
     }
     raw[key] = RawValue{tbl, tbl->get("v"), "--set " + o};

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <unistd.h>
 #include <limits>
 
 #include "core/log.hpp"
@@ -99,14 +100,41 @@ void check(const Config& cfg, int nranks) {
     else if (std::string(key) == "heat.modes") n = cfg.get<std::vector<std::int64_t>>(key).size();
     else n = cfg.get<std::vector<double>>(key).size();
     if (n != 1 && n != nd)
-      cfg.fail(key, strprintf("has %zu entries but heat.cells has %zu: give one entry (all axes) or %zu", n, nd, nd));
+      cfg.fail(key, strprintf("has %zu %s but heat.cells has %zu: give one entry (all axes) or %zu", n,
+                              n == 1 ? "entry" : "entries", nd, nd));
   }
   const auto center = cfg.get<std::vector<double>>("heat.gaussian_center");
   if (!center.empty() && center.size() != nd)
-    cfg.fail("heat.gaussian_center", strprintf("has %zu entries, expected %zu (one per axis)", center.size(), nd));
+    cfg.fail("heat.gaussian_center", strprintf("has %zu %s, expected %zu (one per axis)", center.size(),
+                                               center.size() == 1 ? "entry" : "entries", nd));
   const Geometry g = geometry(cfg);
+  double total_cells = 1;
+  for (int d = 0; d < g.ndim; ++d) {
+    total_cells *= g.cells[d];
+    const double h2 = g.h[d] * g.h[d];
+    if (!(h2 >= std::numeric_limits<double>::min() && h2 < std::numeric_limits<double>::max()))
+      cfg.fail("heat.length", strprintf("a cell size of %g along axis %d is out of the range double precision can "
+                                        "square; choose lengths and cells so that 1e-150 < h < 1e150",
+                                        g.h[d], d));
+  }
+  // Two fields of doubles per rank (ghosts aside), checked against this node's memory.
+  const double bytes_per_rank = 2.0 * 8.0 * total_cells / nranks;
+  const double node_bytes = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  if (total_cells > 1e13 || (node_bytes > 0 && bytes_per_rank > node_bytes))
+    cfg.fail("heat.cells", strprintf("%.3g cells need %.3g GB per rank on %d rank(s), more than this node's %.3g GB",
+                                     total_cells, bytes_per_rank / 1e9, nranks, node_bytes / 1e9));
   const double alpha = cfg.get<double>("heat.diffusivity");
   const double dt = cfg.get<double>("heat.dt"), dt_max = stable_dt(g, alpha);
+  const double dt_used = dt > 0 ? dt : cfg.get<double>("heat.cfl") * dt_max;
+  if (!(dt_used > 0 && dt_used < std::numeric_limits<double>::max()))
+    cfg.fail("heat.diffusivity", strprintf("the time step comes out as %g with diffusivity %g and these cells: "
+                                           "choose values whose stability limit is a positive finite number",
+                                           dt_used, alpha));
+  if (cfg.get<std::string>("heat.initial") == "gaussian") {
+    const double w = cfg.get<double>("heat.gaussian_width");
+    if (!(w * w >= std::numeric_limits<double>::min() && w * w < std::numeric_limits<double>::max()))
+      cfg.fail("heat.gaussian_width", strprintf("%g cannot be squared in double precision (use 1e-150 < width < 1e150)", w));
+  }
   if (dt > dt_max)
     cfg.fail("heat.dt", strprintf("dt = %g exceeds the explicit stability limit 1/(2 alpha sum 1/h^2) = %g for "
                                   "these cells and diffusivity: use dt <= %g or set dt = 0 to choose it from heat.cfl",
