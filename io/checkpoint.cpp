@@ -236,7 +236,8 @@ std::string checkpoint_layout_mismatch(const std::string& path, const StateDescr
   h5::Handle f = h5::open_file(path, comm);
   for (const GridArray& a : state.arrays) {
     const std::string p = "arrays/" + a.name;
-    if (!h5::exists(f, "arrays") || !h5::exists(f, p)) return "array '" + a.name + "' is not in the checkpoint";
+    // A missing array is damage, not a different job: restore_checkpoint reports it and auto skips.
+    if (!h5::exists(f, "arrays") || !h5::exists(f, p)) continue;
     h5::Handle d(H5Dopen2(f, p.c_str(), H5P_DEFAULT), H5Dclose);
     const auto dims = h5::dataset_dims(d), want = global_dims(a);
     if (dims != want) {

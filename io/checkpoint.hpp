@@ -51,8 +51,8 @@ std::vector<std::string> list_checkpoints(const std::string& directory);
 // Reads the root attributes (collective). Throws Error when the file is not a readable checkpoint.
 CheckpointMeta read_checkpoint_meta(const std::string& path, const Comm& comm);
 
-// Checks that every array of `state` is in the file with the same shape and type; returns a
-// description of the first difference, or "".
+// Checks that every array of `state` that is in the file has the same shape and type; returns a
+// description of the first difference, or "". (Missing arrays are damage: restore reports them.)
 std::string checkpoint_layout_mismatch(const std::string& path, const StateDescription& state, const Comm& comm);
 
 // Reads this rank's part of every array, verifies every checksum, and only then hands the data to
