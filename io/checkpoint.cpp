@@ -30,6 +30,9 @@ std::uint64_t splitmix64(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// Odd constant (2^64 / golden ratio) spreading the element index over all bits.
+constexpr std::uint64_t kIndexMix = 0x9E3779B97F4A7C15ull;
+
 std::vector<hsize_t> global_dims(const GridArray& a) {
   return {static_cast<hsize_t>(a.ncomp), static_cast<hsize_t>(a.global_box.size(2)),
           static_cast<hsize_t>(a.global_box.size(1)), static_cast<hsize_t>(a.global_box.size(0))};
@@ -72,7 +75,7 @@ std::vector<unsigned char> read_part(hid_t file, const GridArray& a) {
   h5::Handle d(H5Dopen2(file, ("arrays/" + a.name).c_str(), H5P_DEFAULT), H5Dclose);
   if (d.id() < 0) throw Error("array '" + a.name + "' is missing");
   std::vector<unsigned char> buf(static_cast<std::size_t>(a.local_box.volume()) * a.ncomp * dtype_size(a.dtype));
-  h5::read_hyperslab(d, h5type(a.dtype), local_start(a), local_count(a), buf.data(), true);
+  h5::read_hyperslab(d, h5type(a.dtype), local_start(a), local_count(a), buf.data(), false);
   return buf;
 }
 
@@ -87,7 +90,11 @@ std::vector<std::vector<unsigned char>> read_and_verify(hid_t file, const StateD
     if (!h5::has_attr(d, "checksum")) throw Error("array '" + a.name + "' has no checksum");
     const std::uint64_t stored = h5::read_attr_uint(d, "checksum");
     d.reset();
-    parts.push_back(read_part(file, a));
+    {
+      ScopedTimer t("checkpoint.read.data");
+      parts.push_back(read_part(file, a));
+    }
+    ScopedTimer t("checkpoint.read.checksum");
     const std::uint64_t sum = comm_sum_u64(comm, array_checksum_part(a, parts.back()));
     if (sum != stored)
       throw Error(strprintf("array '%s' fails its checksum (stored %016llx, computed %016llx): the data are damaged",
@@ -103,18 +110,32 @@ std::uint64_t array_checksum_part(const GridArray& a, const std::vector<unsigned
   const Box& g = a.global_box;
   const Box& b = a.local_box;
   const std::int64_t nx = g.size(0), ny = g.size(1), nz = g.size(2);
+  const int ni = b.size(0), nj = b.size(1), nk = b.size(2);
+  const std::int64_t rows = static_cast<std::int64_t>(a.ncomp) * nk * nj;
+  // A sum modulo 2^64 is exact in any order: threads may split it freely.
   std::uint64_t sum = 0;
-  std::size_t n = 0;
-  for (int c = 0; c < a.ncomp; ++c)
-    for (int k = b.lo[2]; k < b.hi[2]; ++k)
-      for (int j = b.lo[1]; j < b.hi[1]; ++j) {
-        const std::int64_t row = ((c * nz + (k - g.lo[2])) * ny + (j - g.lo[1])) * nx - g.lo[0];
-        for (int i = b.lo[0]; i < b.hi[0]; ++i, n += es) {
-          std::uint64_t bits = 0;
-          std::memcpy(&bits, local.data() + n, es);
-          sum += splitmix64(static_cast<std::uint64_t>(row + i) ^ splitmix64(bits));
-        }
+#pragma omp parallel for schedule(static) reduction(+ : sum)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const int j = b.lo[1] + static_cast<int>(r % nj), k = b.lo[2] + static_cast<int>((r / nj) % nk),
+              c = static_cast<int>(r / nj / nk);
+    const std::int64_t row = ((c * nz + (k - g.lo[2])) * ny + (j - g.lo[1])) * nx - g.lo[0];
+    const unsigned char* p = local.data() + static_cast<std::size_t>(r) * ni * es;
+    std::uint64_t part = 0;
+    if (es == 8) {  // the common case, without the per-element size
+      for (int i = b.lo[0]; i < b.hi[0]; ++i, p += 8) {
+        std::uint64_t bits;
+        std::memcpy(&bits, p, 8);
+        part += splitmix64(bits ^ (static_cast<std::uint64_t>(row + i) * kIndexMix));
       }
+    } else {
+      for (int i = b.lo[0]; i < b.hi[0]; ++i, p += es) {
+        std::uint64_t bits = 0;
+        std::memcpy(&bits, p, es);
+        part += splitmix64(bits ^ (static_cast<std::uint64_t>(row + i) * kIndexMix));
+      }
+    }
+    sum += part;
+  }
   return sum;
 }
 
@@ -169,8 +190,16 @@ std::string CheckpointWriter::write(const StateDescription& state, const Checkpo
     h5::write_attr(f, "decomposition", meta.decomposition);
     h5::Handle g = h5::create_group(f, "arrays");
     for (const GridArray& a : state.arrays) {
-      const std::vector<unsigned char> part = a.read_local();
-      const std::uint64_t sum = comm_sum_u64(comm_, array_checksum_part(a, part));
+      std::vector<unsigned char> part;
+      {
+        ScopedTimer t2("checkpoint.write.gather");
+        part = a.read_local();
+      }
+      std::uint64_t sum;
+      {
+        ScopedTimer t2("checkpoint.write.checksum");
+        sum = comm_sum_u64(comm_, array_checksum_part(a, part));
+      }
       h5::Handle d = h5::create_dataset(g, a.name, h5type(a.dtype), global_dims(a));
       h5::write_hyperslab(d, h5type(a.dtype), local_start(a), local_count(a), part.data(), true);
       h5::write_attr(d, "units", a.units);
@@ -263,6 +292,7 @@ void restore_checkpoint(const std::string& path, const StateDescription& state, 
     h5::Handle f = h5::open_file(path, comm);
     parts = read_and_verify(f, state, comm);
   }
+  ScopedTimer t2("checkpoint.read.apply");
   for (std::size_t n = 0; n < state.arrays.size(); ++n) state.arrays[n].write_local(parts[n]);
 }
 

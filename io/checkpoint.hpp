@@ -26,10 +26,11 @@ struct CheckpointMeta {
   std::vector<std::int64_t> decomposition;
 };
 
-// Order-independent checksum of one array: the sum (mod 2^64) over elements of a hash of the
-// element's global index and its bits, so that it does not depend on how the array was split.
+// Order-independent checksum of one array: the sum (mod 2^64) over elements of
+// splitmix64(bits ^ index * 0x9E3779B97F4A7C15), index the element's global linear index and bits its
+// bytes as an unsigned integer; a sum does not depend on how the array was split over ranks.
 std::uint64_t array_checksum_part(const GridArray& a, const std::vector<unsigned char>& local);
-inline constexpr const char* kChecksumAlgorithm = "sum-splitmix64-index-bits-v1";
+inline constexpr const char* kChecksumAlgorithm = "sum-splitmix64-v2";
 
 class CheckpointWriter {
  public:

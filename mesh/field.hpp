@@ -1,6 +1,7 @@
 #pragma once
 // Fields on a rank's block of a structured grid: components x (box grown by ghost layers), in the
 // memory of the run's backend (structure of arrays: component slowest, i fastest).
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -55,34 +56,27 @@ class Field {
     return v;
   }
 
-  // The interior values on the host, ordered (c, k, j, i) with i fastest.
-  std::vector<T> interior_to_host(const Exec& ex) const {
-    const std::vector<T> all = data_.to_host(ex);
-    std::vector<T> out;
-    out.reserve(static_cast<std::size_t>(interior_.volume() * ncomp_));
-    const View<const T> v{all.data(), alloc_.lo[0], alloc_.lo[1], alloc_.lo[2], alloc_.size(0),
-                          static_cast<std::int64_t>(alloc_.size(0)) * alloc_.size(1),
-                          alloc_.volume()};
-    for (int c = 0; c < ncomp_; ++c)
-      for (int k = interior_.lo[2]; k < interior_.hi[2]; ++k)
-        for (int j = interior_.lo[1]; j < interior_.hi[1]; ++j)
-          for (int i = interior_.lo[0]; i < interior_.hi[0]; ++i) out.push_back(v(i, j, k, c));
+  // The interior values on the host as raw bytes, ordered (c, k, j, i) with i fastest: what
+  // checkpoints and output write. Whole rows are copied; host fields are read in place.
+  std::vector<unsigned char> interior_bytes(const Exec& ex) const {
+    std::vector<unsigned char> out(static_cast<std::size_t>(interior_.volume()) * ncomp_ * sizeof(T));
+    copy_rows(ex, reinterpret_cast<T*>(out.data()), true);
     return out;
   }
-
-  // Replaces the interior values from the host, same order as interior_to_host.
+  void set_interior_bytes(const Exec& ex, const std::vector<unsigned char>& in) {
+    if (in.size() != static_cast<std::size_t>(interior_.volume()) * ncomp_ * sizeof(T))
+      throw Error("Field::set_interior_bytes: size mismatch for '" + name_ + "'");
+    copy_rows(ex, const_cast<T*>(reinterpret_cast<const T*>(in.data())), false);
+  }
+  std::vector<T> interior_to_host(const Exec& ex) const {
+    std::vector<T> out(static_cast<std::size_t>(interior_.volume()) * ncomp_);
+    copy_rows(ex, out.data(), true);
+    return out;
+  }
   void interior_from_host(const Exec& ex, const std::vector<T>& in) {
     if (in.size() != static_cast<std::size_t>(interior_.volume() * ncomp_))
       throw Error("Field::interior_from_host: size mismatch for '" + name_ + "'");
-    std::vector<T> all = data_.to_host(ex);
-    const View<T> v{all.data(), alloc_.lo[0], alloc_.lo[1], alloc_.lo[2], alloc_.size(0),
-                    static_cast<std::int64_t>(alloc_.size(0)) * alloc_.size(1), alloc_.volume()};
-    std::size_t n = 0;
-    for (int c = 0; c < ncomp_; ++c)
-      for (int k = interior_.lo[2]; k < interior_.hi[2]; ++k)
-        for (int j = interior_.lo[1]; j < interior_.hi[1]; ++j)
-          for (int i = interior_.lo[0]; i < interior_.hi[0]; ++i) v(i, j, k, c) = in[n++];
-    data_.from_host(ex, all);
+    copy_rows(ex, const_cast<T*>(in.data()), false);
   }
 
   void swap(Field& o) noexcept {
@@ -95,6 +89,30 @@ class Field {
   }
 
  private:
+  // Copies the interior between the field and a packed (c, k, j, i) array, row by row. Device
+  // fields go through one host copy of the whole allocation.
+  void copy_rows(const Exec& ex, T* packed, bool to_packed) const {
+    std::vector<T> staging;
+    T* base = data_.data();
+    if (data_.space() != Backend::host) {
+      staging = data_.to_host(ex);
+      base = staging.data();
+    }
+    const std::int64_t sj = alloc_.size(0), sk = sj * alloc_.size(1), sc = sk * alloc_.size(2);
+    const int ni = interior_.size(0), nj = interior_.size(1), nk = interior_.size(2);
+    const std::int64_t rows = static_cast<std::int64_t>(ncomp_) * nk * nj;
+#pragma omp parallel for schedule(static) if (rows > 64)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const int j = static_cast<int>(r % nj), k = static_cast<int>((r / nj) % nk), c = static_cast<int>(r / nj / nk);
+      T* field_row = base + (interior_.lo[0] - alloc_.lo[0]) + (interior_.lo[1] + j - alloc_.lo[1]) * sj +
+                     (interior_.lo[2] + k - alloc_.lo[2]) * sk + c * sc;
+      T* packed_row = packed + r * ni;
+      if (to_packed) std::copy(field_row, field_row + ni, packed_row);
+      else std::copy(packed_row, packed_row + ni, field_row);
+    }
+    if (!to_packed && data_.space() != Backend::host) memory::copy(ex, data_.space(), data_.data(), Backend::host, base, data_.bytes());
+  }
+
   std::string name_;
   Box interior_;
   Index3 ghost_{0, 0, 0};

@@ -343,17 +343,8 @@ StateDescription HeatModel::state() {
   a.global_box = decomp_.global_box();
   a.local_box = u_.interior();
   // The lambdas hold `this`: the description lives no longer than the model.
-  a.read_local = [this] {
-    const std::vector<double> v = u_.interior_to_host(ctx_.exec);
-    std::vector<unsigned char> b(v.size() * sizeof(double));
-    std::memcpy(b.data(), v.data(), b.size());
-    return b;
-  };
-  a.write_local = [this](const std::vector<unsigned char>& b) {
-    std::vector<double> v(b.size() / sizeof(double));
-    std::memcpy(v.data(), b.data(), v.size() * sizeof(double));
-    u_.interior_from_host(ctx_.exec, v);
-  };
+  a.read_local = [this] { return u_.interior_bytes(ctx_.exec); };
+  a.write_local = [this](const std::vector<unsigned char>& b) { u_.set_interior_bytes(ctx_.exec, b); };
   s.arrays.push_back(std::move(a));
   return s;
 }
