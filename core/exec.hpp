@@ -126,11 +126,17 @@ void for_each(const Exec& ex, const char* label, const Box& box, F body) {
   }
   const int i0 = box.lo[0], i1 = box.hi[0], j0 = box.lo[1], j1 = box.hi[1], k0 = box.lo[2], k1 = box.hi[2];
   // Small boxes (halo faces) run serially: a parallel region costs more than they do.
-#pragma omp parallel for collapse(2) schedule(static) if (box.volume() > 32768)
-  for (int k = k0; k < k1; ++k)
-    for (int j = j0; j < j1; ++j)
+#pragma omp parallel if (box.volume() > 32768)
+  {
+    // A thread-local copy: the compiler then knows the captured views and constants do not
+    // change inside the loop, and keeps them in registers.
+    const F local = body;
+#pragma omp for collapse(2) schedule(static)
+    for (int k = k0; k < k1; ++k)
+      for (int j = j0; j < j1; ++j)
 #pragma omp simd
-      for (int i = i0; i < i1; ++i) body(i, j, k);
+        for (int i = i0; i < i1; ++i) local(i, j, k);
+  }
 }
 
 // Reduction operators usable on both backends.

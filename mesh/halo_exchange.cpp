@@ -18,7 +18,8 @@ HaloExchange::HaloExchange(const CartesianDecomposition& decomp, const Comm& com
                            bool force_staging)
     : comm_(comm), exec_(exec), interior_(decomp.box_of(comm.rank())), ghost_(ghost), ncomp_(ncomp),
       elem_bytes_(elem_bytes), label_pack_(std::string(label) + ".pack"),
-      label_unpack_(std::string(label) + ".unpack"), label_wait_(std::string(label) + ".wait") {
+      label_unpack_(std::string(label) + ".unpack"), label_wait_(std::string(label) + ".wait"),
+      label_self_(std::string(label) + ".self") {
   if (decomp.nranks() != comm.size()) throw Error("HaloExchange: decomposition and communicator sizes differ");
   for (int d = 0; d < 3; ++d) {
     if (ghost[d] < 0 || ghost[d] > 3) throw Error("HaloExchange: ghost width must be 0 to 3");
@@ -39,6 +40,22 @@ HaloExchange::HaloExchange(const CartesianDecomposition& decomp, const Comm& com
         if (skip) continue;
         const int nb = decomp.neighbor(me, dir);
         if (nb < 0) continue;
+        if (nb == me) {  // periodic wrap onto this rank: copy, no message
+          SelfLink s;
+          s.recv_box = interior_;
+          for (int d = 0; d < 3; ++d) {
+            if (dir[d] < 0) {
+              s.recv_box.lo[d] = interior_.lo[d] - ghost[d];
+              s.recv_box.hi[d] = interior_.lo[d];
+            } else if (dir[d] > 0) {
+              s.recv_box.lo[d] = interior_.hi[d];
+              s.recv_box.hi[d] = interior_.hi[d] + ghost[d];
+            }
+            s.shift[d] = -dir[d] * interior_.size(d);
+          }
+          self_links_.push_back(s);
+          continue;
+        }
         Link l;
         l.direction = direction_index(dir);
         l.rank = nb;
@@ -132,6 +149,13 @@ void pack_box(const Exec& ex, const char* label, const View<T>& v, const Box& b,
   });
 }
 template <class T>
+void copy_shifted(const Exec& ex, const char* label, const View<T>& v, const Box& b, const Index3& shift, int ncomp) {
+  const int s0 = shift[0], s1 = shift[1], s2 = shift[2];
+  for_each(ex, label, b, [=] CUMULUS_HD(int i, int j, int k) {
+    for (int c = 0; c < ncomp; ++c) v(i, j, k, c) = v(i + s0, j + s1, k + s2, c);
+  });
+}
+template <class T>
 void unpack_box(const Exec& ex, const char* label, const View<T>& v, const Box& b, int ncomp, const T* buf) {
   const int ni = b.size(0), nj = b.size(1);
   const std::int64_t vol = b.volume();
@@ -149,6 +173,8 @@ HaloTransfer<T> HaloExchange::begin(Field<T>& f) {
   const View<T> v = f.view();
   T* buf = reinterpret_cast<T*>(send_.data());
   for (const Link& l : links_) detail::pack_box(exec_, label_pack_.c_str(), v, l.send_box, ncomp_, buf + l.offset);
+  // Ghosts filled from this rank's own interior read only interior cells: safe before the sends.
+  for (const SelfLink& s : self_links_) detail::copy_shifted(exec_, label_self_.c_str(), v, s.recv_box, s.shift, ncomp_);
   post(sizeof(T));
   return HaloTransfer<T>(this, &f);
 }

@@ -57,7 +57,9 @@ class HaloExchange {
   }
 
   bool staged() const { return staged_; }  // device data through pinned host buffers
-  int message_count() const { return static_cast<int>(links_.size()); }
+  // Neighbour links (faces, edges, corners); a link to this rank itself (a periodic axis that
+  // is not split) is a direct copy, not a message.
+  int message_count() const { return static_cast<int>(links_.size() + self_links_.size()); }
   std::size_t bytes_per_exchange() const;  // sent by this rank
 
   // One neighbour link: what goes where (public so that the pack kernels can read it).
@@ -79,10 +81,15 @@ class HaloExchange {
   Index3 ghost_;
   int ncomp_;
   std::size_t elem_bytes_;
-  std::string label_pack_, label_unpack_, label_wait_;
+  std::string label_pack_, label_unpack_, label_wait_, label_self_;
   bool staged_ = false;
   bool in_flight_ = false;
-  std::vector<Link> links_;
+  std::vector<Link> links_;  // to other ranks, through MPI
+  struct SelfLink {
+    Box recv_box;
+    Index3 shift;  // the source of ghost cell x is x + shift
+  };
+  std::vector<SelfLink> self_links_;
   std::size_t total_elems_ = 0;
   Buffer<unsigned char> send_, recv_;             // in the backend's memory
   void* send_host_ = nullptr;                     // pinned mirrors when staged
