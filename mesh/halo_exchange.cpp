@@ -1,5 +1,7 @@
-// Kernel source: compiled by nvcc in a CUDA build (the pack/unpack bodies run on the device).
+// The halo exchange plan and its MPI side (host code; the pack/unpack kernels are in
+// halo_kernels.cpp).
 #include "mesh/halo_exchange.hpp"
+#include "mesh/halo_kernels.hpp"
 
 #include <cstdint>
 #include <exception>
@@ -136,45 +138,15 @@ void HaloExchange::wait() {
     memory::copy_async(exec_, exec_.backend(), recv_.data(), Backend::host, recv_host_, total_elems_ * elem_bytes_);
 }
 
-namespace detail {
-// Free functions (not members): nvcc accepts extended lambdas only in public or free functions.
-template <class T>
-void pack_box(const Exec& ex, const char* label, const View<T>& v, const Box& b, int ncomp, T* buf) {
-  const int ni = b.size(0), nj = b.size(1);
-  const std::int64_t vol = b.volume();
-  const int i0 = b.lo[0], j0 = b.lo[1], k0 = b.lo[2];
-  for_each(ex, label, b, [=] CUMULUS_HD(int i, int j, int k) {
-    const std::int64_t idx = (static_cast<std::int64_t>(k - k0) * nj + (j - j0)) * ni + (i - i0);
-    for (int c = 0; c < ncomp; ++c) buf[c * vol + idx] = v(i, j, k, c);
-  });
-}
-template <class T>
-void copy_shifted(const Exec& ex, const char* label, const View<T>& v, const Box& b, const Index3& shift, int ncomp) {
-  const int s0 = shift[0], s1 = shift[1], s2 = shift[2];
-  for_each(ex, label, b, [=] CUMULUS_HD(int i, int j, int k) {
-    for (int c = 0; c < ncomp; ++c) v(i, j, k, c) = v(i + s0, j + s1, k + s2, c);
-  });
-}
-template <class T>
-void unpack_box(const Exec& ex, const char* label, const View<T>& v, const Box& b, int ncomp, const T* buf) {
-  const int ni = b.size(0), nj = b.size(1);
-  const std::int64_t vol = b.volume();
-  const int i0 = b.lo[0], j0 = b.lo[1], k0 = b.lo[2];
-  for_each(ex, label, b, [=] CUMULUS_HD(int i, int j, int k) {
-    const std::int64_t idx = (static_cast<std::int64_t>(k - k0) * nj + (j - j0)) * ni + (i - i0);
-    for (int c = 0; c < ncomp; ++c) v(i, j, k, c) = buf[c * vol + idx];
-  });
-}
-}  // namespace detail
 
 template <class T>
 HaloTransfer<T> HaloExchange::begin(Field<T>& f) {
   check_field(f.interior(), f.ghost(), f.ncomp(), sizeof(T));
   const View<T> v = f.view();
   T* buf = reinterpret_cast<T*>(send_.data());
-  for (const Link& l : links_) detail::pack_box(exec_, label_pack_.c_str(), v, l.send_box, ncomp_, buf + l.offset);
+  for (const Link& l : links_) CUMULUS_KERNEL(exec_, halo_kernels, pack_box<T>)(exec_, label_pack_.c_str(), v, l.send_box, ncomp_, buf + l.offset);
   // Ghosts filled from this rank's own interior read only interior cells: safe before the sends.
-  for (const SelfLink& s : self_links_) detail::copy_shifted(exec_, label_self_.c_str(), v, s.recv_box, s.shift, ncomp_);
+  for (const SelfLink& s : self_links_) CUMULUS_KERNEL(exec_, halo_kernels, copy_shifted<T>)(exec_, label_self_.c_str(), v, s.recv_box, s.shift, ncomp_);
   post(sizeof(T));
   return HaloTransfer<T>(this, &f);
 }
@@ -186,7 +158,7 @@ void HaloExchange::finish(Field<T>& f) {
   const View<T> v = f.view();
   const T* buf = reinterpret_cast<const T*>(recv_.data());
   for (const Link& l : links_)
-    detail::unpack_box(exec_, label_unpack_.c_str(), v, l.recv_box, ncomp_, buf + l.offset);
+    CUMULUS_KERNEL(exec_, halo_kernels, unpack_box<T>)(exec_, label_unpack_.c_str(), v, l.recv_box, ncomp_, buf + l.offset);
 }
 
 template <class T>

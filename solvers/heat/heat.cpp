@@ -1,5 +1,7 @@
-// Kernel source: compiled by nvcc in a CUDA build, by g++ otherwise.
+// The heat model: keys, checks, set-up, the step and the diagnostics (host code; the kernels are
+// in heat_kernels.cpp).
 #include "solvers/heat/heat.hpp"
+#include "solvers/heat/heat_kernels.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -146,89 +148,6 @@ void check(const Config& cfg, int nranks) {
   }
 }
 
-CUMULUS_HD double Analytic::operator()(int i, int j, int k, double t) const {
-  const double x[3] = {(i + 0.5) * h[0], (j + 0.5) * h[1], (k + 0.5) * h[2]};
-  if (kind == 0) {
-    double v = amplitude * exp(-decay * t);
-    for (int d = 0; d < ndim; ++d) v *= sin(wave[d] * x[d]);
-    return offset + v;
-  }
-  // Free-space Gaussian: sigma^2(t) = sigma^2 + 2 alpha t, amplitude scaled by (sigma/sigma(t))^ndim.
-  const double s2 = width * width, st2 = s2 + 2 * alpha * t;
-  double r2 = 0;
-  for (int d = 0; d < ndim; ++d) r2 += (x[d] - center[d]) * (x[d] - center[d]);
-  return offset + amplitude * pow(s2 / st2, 0.5 * ndim) * exp(-r2 / (2 * st2));
-}
-
-namespace kernels {
-// Free functions: nvcc takes extended lambdas only in free or public functions.
-
-void fill(const Exec& ex, const View<double>& u, const Box& box, const Analytic& a, double t) {
-  for_each(ex, "heat.initial", box, [=] CUMULUS_HD(int i, int j, int k) { u(i, j, k) = a(i, j, k, t); });
-}
-
-// Forward Euler with the 2d+1-point Laplacian. One body for 2D and one for 3D: a branch inside
-// the body would keep the host compiler from vectorising the loop.
-void update(const Exec& ex, const View<double>& u, const View<double>& un, const Box& box, double cx, double cy,
-            double cz, bool three_d) {
-  if (three_d) {
-    for_each(ex, "heat.update", box, [=] CUMULUS_HD(int i, int j, int k) {
-      const double c = u(i, j, k);
-      un(i, j, k) = c + (cx * (u(i - 1, j, k) - 2 * c + u(i + 1, j, k)) + cy * (u(i, j - 1, k) - 2 * c + u(i, j + 1, k)) +
-                         cz * (u(i, j, k - 1) - 2 * c + u(i, j, k + 1)));
-    });
-  } else {
-    for_each(ex, "heat.update", box, [=] CUMULUS_HD(int i, int j, int k) {
-      const double c = u(i, j, k);
-      un(i, j, k) = c + (cx * (u(i - 1, j, k) - 2 * c + u(i + 1, j, k)) + cy * (u(i, j - 1, k) - 2 * c + u(i, j + 1, k)));
-    });
-  }
-}
-
-// Dirichlet value on the face between the last cell and its ghost: ghost = 2 T - mirror cell.
-void fixed_face(const Exec& ex, const View<double>& u, const Box& ghost_layer, int axis, int face, double value) {
-  for_each(ex, "heat.boundary", ghost_layer, [=] CUMULUS_HD(int i, int j, int k) {
-    int m[3] = {i, j, k};
-    m[axis] = 2 * face - 1 - m[axis];
-    u(i, j, k) = 2 * value - u(m[0], m[1], m[2]);
-  });
-}
-
-// The smallest global linear index of a non-finite cell, or INT64_MAX.
-std::int64_t first_nonfinite(const Exec& ex, const View<double>& u, const Box& box, const Box& global) {
-  const std::int64_t nx = global.size(0), ny = global.size(1);
-  return reduce(ex, "heat.health", box, std::numeric_limits<std::int64_t>::max(), MinOp{},
-                [=] CUMULUS_HD(int i, int j, int k) -> std::int64_t {
-                  const double v = u(i, j, k);
-                  // v - v is 0 for finite v and NaN for NaN and +-Inf (no isfinite needed on the device).
-                  return (v - v == 0) ? std::numeric_limits<std::int64_t>::max() : (k * ny + j) * nx + i;
-                });
-}
-
-double sum(const Exec& ex, const View<double>& u, const Box& box) {
-  return reduce(ex, "heat.diagnostics", box, 0.0, SumOp{}, [=] CUMULUS_HD(int i, int j, int k) { return u(i, j, k); });
-}
-double minimum(const Exec& ex, const View<double>& u, const Box& box) {
-  return reduce(ex, "heat.diagnostics", box, std::numeric_limits<double>::max(), MinOp{},
-                [=] CUMULUS_HD(int i, int j, int k) { return u(i, j, k); });
-}
-double maximum(const Exec& ex, const View<double>& u, const Box& box) {
-  return reduce(ex, "heat.diagnostics", box, std::numeric_limits<double>::lowest(), MaxOp{},
-                [=] CUMULUS_HD(int i, int j, int k) { return u(i, j, k); });
-}
-double error_sq(const Exec& ex, const View<double>& u, const Box& box, const Analytic& a, double t) {
-  return reduce(ex, "heat.diagnostics", box, 0.0, SumOp{}, [=] CUMULUS_HD(int i, int j, int k) {
-    const double e = u(i, j, k) - a(i, j, k, t);
-    return e * e;
-  });
-}
-double error_max(const Exec& ex, const View<double>& u, const Box& box, const Analytic& a, double t) {
-  return reduce(ex, "heat.diagnostics", box, 0.0, MaxOp{}, [=] CUMULUS_HD(int i, int j, int k) {
-    const double e = u(i, j, k) - a(i, j, k, t);
-    return e < 0 ? -e : e;
-  });
-}
-}  // namespace kernels
 
 HeatModel::HeatModel(const Config& cfg, const Context& ctx)
     : ctx_(ctx),
@@ -272,7 +191,7 @@ HeatModel::HeatModel(const Config& cfg, const Context& ctx)
   halo_ = std::make_unique<HaloExchange>(decomp_, ctx.comm, ctx.exec, ghost, 1, sizeof(double), "heat.halo");
   inner_ = box.grown({-1, -1, g.ndim == 3 ? -1 : 0});
   rim_ = rim_boxes(box, inner_);
-  kernels::fill(ctx.exec, u_.view(), box, analytic_, 0.0);
+  CUMULUS_KERNEL(ctx.exec, kernels, fill)(ctx.exec, u_.view(), box, analytic_, 0.0);
 }
 
 std::string HeatModel::describe() const {
@@ -297,7 +216,7 @@ void HeatModel::advance(double /*time*/, double dt) {
       Box layer = box;
       layer.lo[d] = side == 0 ? box.lo[d] - 1 : box.hi[d];
       layer.hi[d] = layer.lo[d] + 1;
-      kernels::fixed_face(ex, u, layer, d, side == 0 ? 0 : decomp_.global_cells()[d], fixed_value_);
+      CUMULUS_KERNEL(ex, kernels, fixed_face)(ex, u, layer, d, side == 0 ? 0 : decomp_.global_cells()[d], fixed_value_);
     }
   }
   const double cx = alpha_ * dt / (analytic_.h[0] * analytic_.h[0]);
@@ -306,21 +225,21 @@ void HeatModel::advance(double /*time*/, double dt) {
   const bool three_d = decomp_.ndim() == 3;
   auto transfer = halo_->begin(u_);
   if (ex.is_cuda()) {
-    kernels::update(ex, u, u_next_.view(), inner_, cx, cy, cz, three_d);  // overlaps the halo transfer
+    CUMULUS_KERNEL(ex, kernels, update)(ex, u, u_next_.view(), inner_, cx, cy, cz, three_d);  // overlaps the halo transfer
     transfer.finish();
-    for (const Box& b : rim_) kernels::update(ex, u, u_next_.view(), b, cx, cy, cz, three_d);
+    for (const Box& b : rim_) CUMULUS_KERNEL(ex, kernels, update)(ex, u, u_next_.view(), b, cx, cy, cz, three_d);
   } else {
     // On the host nothing runs while MPI moves the halo, and the thin rim slabs cost a cache miss
     // per cell: finish the exchange, then one sweep. Each cell's arithmetic is the same either way.
     transfer.finish();
-    kernels::update(ex, u, u_next_.view(), box, cx, cy, cz, three_d);
+    CUMULUS_KERNEL(ex, kernels, update)(ex, u, u_next_.view(), box, cx, cy, cz, three_d);
   }
   u_.swap(u_next_);
 }
 
 std::optional<HealthIssue> HeatModel::check_health() {
   const Box g = decomp_.global_box();
-  const std::int64_t local = kernels::first_nonfinite(ctx_.exec, u_.view(), u_.interior(), g);
+  const std::int64_t local = CUMULUS_KERNEL(ctx_.exec, kernels, first_nonfinite)(ctx_.exec, u_.view(), u_.interior(), g);
   const std::int64_t first = ctx_.comm.min(local);
   if (first == std::numeric_limits<std::int64_t>::max()) return std::nullopt;
   const int i = static_cast<int>(first % g.size(0)), j = static_cast<int>((first / g.size(0)) % g.size(1)),
@@ -337,11 +256,11 @@ std::vector<std::pair<std::string, double>> HeatModel::diagnostics(double time) 
   const double n = static_cast<double>(decomp_.global_box().volume());
   const Comm& c = ctx_.comm;
   return {
-      {"heat_content", c.sum(kernels::sum(ex, u, b)) * cell_volume},
-      {"min", c.min(kernels::minimum(ex, u, b))},
-      {"max", c.max(kernels::maximum(ex, u, b))},
-      {"l2_error", std::sqrt(c.sum(kernels::error_sq(ex, u, b, analytic_, time)) / n)},
-      {"linf_error", c.max(kernels::error_max(ex, u, b, analytic_, time))},
+      {"heat_content", c.sum(CUMULUS_KERNEL(ex, kernels, sum)(ex, u, b)) * cell_volume},
+      {"min", c.min(CUMULUS_KERNEL(ex, kernels, minimum)(ex, u, b))},
+      {"max", c.max(CUMULUS_KERNEL(ex, kernels, maximum)(ex, u, b))},
+      {"l2_error", std::sqrt(c.sum(CUMULUS_KERNEL(ex, kernels, error_sq)(ex, u, b, analytic_, time)) / n)},
+      {"linf_error", c.max(CUMULUS_KERNEL(ex, kernels, error_max)(ex, u, b, analytic_, time))},
   };
 }
 

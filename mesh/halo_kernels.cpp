@@ -1,0 +1,49 @@
+// Halo pack, unpack and same-rank copy kernels. A kernel source: compiled once per backend (g++ for
+// the host, nvcc for CUDA), each pass in its own namespace (core/kernel_pass.hpp).
+#include <cstdint>
+
+#include "mesh/halo_kernels.hpp"
+
+namespace cumulus {
+
+namespace halo_kernels::CUMULUS_PASS {
+// Free functions (not members): nvcc accepts extended lambdas only in public or free functions.
+template <class T>
+void pack_box(const Exec& ex, const char* label, const View<T>& v, const Box& b, int ncomp, T* buf) {
+  const int ni = b.size(0), nj = b.size(1);
+  const std::int64_t vol = b.volume();
+  const int i0 = b.lo[0], j0 = b.lo[1], k0 = b.lo[2];
+  for_each(ex, label, b, [=] CUMULUS_HD(int i, int j, int k) {
+    const std::int64_t idx = (static_cast<std::int64_t>(k - k0) * nj + (j - j0)) * ni + (i - i0);
+    for (int c = 0; c < ncomp; ++c) buf[c * vol + idx] = v(i, j, k, c);
+  });
+}
+template <class T>
+void copy_shifted(const Exec& ex, const char* label, const View<T>& v, const Box& b, const Index3& shift, int ncomp) {
+  const int s0 = shift[0], s1 = shift[1], s2 = shift[2];
+  for_each(ex, label, b, [=] CUMULUS_HD(int i, int j, int k) {
+    for (int c = 0; c < ncomp; ++c) v(i, j, k, c) = v(i + s0, j + s1, k + s2, c);
+  });
+}
+template <class T>
+void unpack_box(const Exec& ex, const char* label, const View<T>& v, const Box& b, int ncomp, const T* buf) {
+  const int ni = b.size(0), nj = b.size(1);
+  const std::int64_t vol = b.volume();
+  const int i0 = b.lo[0], j0 = b.lo[1], k0 = b.lo[2];
+  for_each(ex, label, b, [=] CUMULUS_HD(int i, int j, int k) {
+    const std::int64_t idx = (static_cast<std::int64_t>(k - k0) * nj + (j - j0)) * ni + (i - i0);
+    for (int c = 0; c < ncomp; ++c) v(i, j, k, c) = buf[c * vol + idx];
+  });
+}
+#define CUMULUS_INSTANTIATE_HALO_KERNELS(T)                                                                     \
+  template void pack_box<T>(const Exec&, const char*, const View<T>&, const Box&, int, T*);                    \
+  template void unpack_box<T>(const Exec&, const char*, const View<T>&, const Box&, int, const T*);             \
+  template void copy_shifted<T>(const Exec&, const char*, const View<T>&, const Box&, const Index3&, int);
+CUMULUS_INSTANTIATE_HALO_KERNELS(double)
+CUMULUS_INSTANTIATE_HALO_KERNELS(float)
+CUMULUS_INSTANTIATE_HALO_KERNELS(std::uint16_t)
+CUMULUS_INSTANTIATE_HALO_KERNELS(std::int32_t)
+#undef CUMULUS_INSTANTIATE_HALO_KERNELS
+}  // namespace halo_kernels::CUMULUS_PASS
+
+}  // namespace cumulus
