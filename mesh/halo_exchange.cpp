@@ -42,6 +42,10 @@ HaloExchange::HaloExchange(const CartesianDecomposition& decomp, const Comm& com
         if (skip) continue;
         const int nb = decomp.neighbor(me, dir);
         if (nb < 0) continue;
+        if (nb == me && dy == 0 && dz == 0) {  // both x faces wrap onto this rank: one fused copy
+          wrap_x_ = true;
+          continue;
+        }
         if (nb == me) {  // periodic wrap onto this rank: copy, no message
           SelfLink s;
           s.recv_box = interior_;
@@ -146,7 +150,10 @@ HaloTransfer<T> HaloExchange::begin(Field<T>& f) {
   T* buf = reinterpret_cast<T*>(send_.data());
   for (const Link& l : links_) CUMULUS_KERNEL(exec_, halo_kernels, pack_box<T>)(exec_, label_pack_.c_str(), v, l.send_box, ncomp_, buf + l.offset);
   // Ghosts filled from this rank's own interior read only interior cells: safe before the sends.
-  for (const SelfLink& s : self_links_) CUMULUS_KERNEL(exec_, halo_kernels, copy_shifted<T>)(exec_, label_self_.c_str(), v, s.recv_box, s.shift, ncomp_);
+  if (wrap_x_)
+    CUMULUS_KERNEL(exec_, halo_kernels, wrap_x<T>)(exec_, label_self_.c_str(), v, interior_, ghost_[0], ncomp_);
+  for (const SelfLink& s : self_links_)
+    CUMULUS_KERNEL(exec_, halo_kernels, copy_shifted<T>)(exec_, label_self_.c_str(), v, s.recv_box, s.shift, ncomp_);
   post(sizeof(T));
   return HaloTransfer<T>(this, &f);
 }

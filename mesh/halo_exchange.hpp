@@ -59,7 +59,7 @@ class HaloExchange {
   bool staged() const { return staged_; }  // device data through pinned host buffers
   // Neighbour links (faces, edges, corners); a link to this rank itself (a periodic axis that
   // is not split) is a direct copy, not a message.
-  int message_count() const { return static_cast<int>(links_.size() + self_links_.size()); }
+  int message_count() const { return static_cast<int>(links_.size() + self_links_.size() + (wrap_x_ ? 2 : 0)); }
   std::size_t bytes_per_exchange() const;  // sent by this rank
 
   // One neighbour link: what goes where (public so that the pack kernels can read it).
@@ -90,6 +90,7 @@ class HaloExchange {
     Index3 shift;  // the source of ghost cell x is x + shift
   };
   std::vector<SelfLink> self_links_;
+  bool wrap_x_ = false;  // the +-x faces are self links, done by one fused kernel
   std::size_t total_elems_ = 0;
   Buffer<unsigned char> send_, recv_;             // in the backend's memory
   void* send_host_ = nullptr;                     // pinned mirrors when staged

@@ -13,7 +13,10 @@ namespace cumulus {
   void unpack_box(const Exec& ex, const char* label, const View<T>& v, const Box& b, int ncomp,       \
                   const T* buf);                                                                     \
   template <class T>                                                                                 \
-  void copy_shifted(const Exec& ex, const char* label, const View<T>& v, const Box& b, const Index3& shift, int ncomp);
+  void copy_shifted(const Exec& ex, const char* label, const View<T>& v, const Box& b, const Index3& shift,     \
+                    int ncomp);                                                                      \
+  template <class T>                                                                                 \
+  void wrap_x(const Exec& ex, const char* label, const View<T>& v, const Box& interior, int ghost, int ncomp);
 CUMULUS_DECLARE_KERNEL_PASSES(halo_kernels, CUMULUS_HALO_KERNELS)
 #undef CUMULUS_HALO_KERNELS
 
