@@ -1,6 +1,7 @@
 #include "io/output.hpp"
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -52,8 +53,8 @@ std::string extent(const Box& b, int ndim) {
 }
 
 // (c, k, j, i) -> (k, j, i, c): VTK and XDMF want the components of a cell together.
-std::vector<unsigned char> interleave(const GridArray& a, const std::vector<unsigned char>& soa) {
-  if (a.ncomp == 1) return soa;
+std::vector<unsigned char> interleave(const GridArray& a, std::vector<unsigned char> soa) {
+  if (a.ncomp == 1) return soa;  // moved, not copied
   const std::size_t es = dtype_size(a.dtype), n = static_cast<std::size_t>(a.local_box.volume());
   std::vector<unsigned char> aos(soa.size());
   for (std::size_t c = 0; c < static_cast<std::size_t>(a.ncomp); ++c)
@@ -124,15 +125,28 @@ class VtkWriter : public OutputWriter {
         offset += sizeof(std::uint64_t) + blocks.back().size();
       }
       xml += "      </CellData>\n    </Piece>\n  </ImageData>\n  <AppendedData encoding=\"raw\">\n_";
-      std::string data = xml;
-      for (const auto& b : blocks) {
-        const std::uint64_t n = b.size();
-        data.append(reinterpret_cast<const char*>(&n), sizeof(n));
-        data.append(reinterpret_cast<const char*>(b.data()), b.size());
+      // Straight to the file, block by block (no copy of the data into one string); a temporary
+      // name and a rename, so that a reader never sees half a piece.
+      const std::string path = strprintf("%s/%s_r%05d.vti", dir.c_str(), stem.c_str(), comm_.rank());
+      const std::string tmp = path + ".tmp";
+      std::FILE* f = std::fopen(tmp.c_str(), "wb");
+      bool ok = f != nullptr;
+      if (ok) {
+        ok = std::fwrite(xml.data(), 1, xml.size(), f) == xml.size();
+        for (const auto& b : blocks) {
+          const std::uint64_t n = b.size();
+          ok = ok && std::fwrite(&n, sizeof(n), 1, f) == 1 && std::fwrite(b.data(), 1, b.size(), f) == b.size();
+        }
+        const std::string tail = "\n  </AppendedData>\n</VTKFile>\n";
+        ok = ok && std::fwrite(tail.data(), 1, tail.size(), f) == tail.size();
+        ok = (std::fclose(f) == 0) && ok;
       }
-      data += "\n  </AppendedData>\n</VTKFile>\n";
-      write_file_atomic(strprintf("%s/%s_r%05d.vti", dir.c_str(), stem.c_str(), comm_.rank()), data);
+      if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+        std::remove(tmp.c_str());
+        err = "cannot write '" + path + "'";
+      }
     }
+    if (comm_.bitwise_or(err.empty() ? 0 : 1)) throw Error(err.empty() ? "a rank failed to write its output piece" : err);
     // Every piece's extent, for the .pvti on rank 0.
     std::vector<int> mine{local.lo[0], local.hi[0], local.lo[1], local.hi[1], local.lo[2], local.hi[2]};
     std::vector<int> all(comm_.is_root() ? 6 * static_cast<std::size_t>(comm_.size()) : 0);
