@@ -78,6 +78,20 @@ std::vector<SeriesEntry> read_series(const std::string& path, double resume_time
   return out;
 }
 
+// RUN_DIR/output, made by rank 0; a failure there is raised on every rank.
+std::string create_output_directory(const std::string& run_dir, const Comm& comm) {
+  const std::string dir = run_dir + "/output";
+  std::string err;
+  if (comm.is_root()) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) err = "cannot create '" + dir + "': " + ec.message();
+  }
+  comm.broadcast(err);
+  if (!err.empty()) throw Error(err);
+  return dir;
+}
+
 class VtkWriter : public OutputWriter {
  public:
   VtkWriter(const std::string& run_dir, const std::string& base, const Comm& comm, double resume_time)
@@ -87,15 +101,8 @@ class VtkWriter : public OutputWriter {
   std::string series_path() const override { return run_dir_ + "/" + base_ + ".pvd"; }
 
   void write(long step, double time, const GridGeometry& geo, const std::vector<GridArray>& arrays) override {
-    const std::string dir = run_dir_ + "/output";
+    const std::string dir = create_output_directory(run_dir_, comm_);
     std::string err;
-    if (comm_.is_root()) {
-      std::error_code ec;
-      fs::create_directories(dir, ec);
-      if (ec) err = "cannot create '" + dir + "': " + ec.message();
-    }
-    comm_.broadcast(err);
-    if (!err.empty()) throw Error(err);
     if (arrays.empty()) return;
     const std::string stem = strprintf("%s_%09ld", base_.c_str(), step);
     const Box& local = arrays.front().local_box;
@@ -203,15 +210,7 @@ class XdmfWriter : public OutputWriter {
   std::string series_path() const override { return run_dir_ + "/" + base_ + ".xmf"; }
 
   void write(long step, double time, const GridGeometry& geo, const std::vector<GridArray>& arrays) override {
-    const std::string dir = run_dir_ + "/output";
-    std::string err;
-    if (comm_.is_root()) {
-      std::error_code ec;
-      fs::create_directories(dir, ec);
-      if (ec) err = "cannot create '" + dir + "': " + ec.message();
-    }
-    comm_.broadcast(err);
-    if (!err.empty()) throw Error(err);
+    const std::string dir = create_output_directory(run_dir_, comm_);
     if (arrays.empty()) return;
     const std::string stem = strprintf("%s_%09ld", base_.c_str(), step);
     const std::string h5name = stem + ".h5";

@@ -3,6 +3,8 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
+import time
 
 
 def base_env(omp_threads=None):
@@ -91,3 +93,31 @@ def run_captured(cmd, cwd, env, timeout_s, merge_stderr=False):
             out, err = b"", b""
     dec = lambda b: (b or b"").decode("utf-8", "replace")
     return p.returncode, dec(out), dec(err), timed_out
+
+
+class Failure(Exception):
+    """A check that did not hold."""
+
+
+def run_cases(cases, filters, prefix, call):
+    """Runs each (name, fn) whose name contains one of `filters` (all when none) in a fresh
+    temporary directory. call(fn, work) returns a detail line ("SKIP: why" skips the case);
+    Failure fails it. Prints a line per case and the closing count; returns the exit status."""
+    passed = failed = 0
+    for name, fn in cases:
+        if filters and not any(f in name for f in filters):
+            continue
+        t0 = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix=prefix) as work:
+            try:
+                detail = call(fn, work)
+                if detail.startswith("SKIP"):
+                    print(f"SKIP {name}: {detail[6:]}")
+                    continue
+                passed += 1
+                print(f"PASS {name} ({time.monotonic() - t0:.1f} s): {detail}")
+            except Failure as e:
+                failed += 1
+                print(f"FAIL {name} ({time.monotonic() - t0:.1f} s): {e}")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed or passed == 0 else 0

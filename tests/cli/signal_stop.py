@@ -14,11 +14,10 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from cli_common import base_env, children, kill_tree, mpirun_command, mpirun_path
+from cli_common import Failure, base_env, children, kill_tree, mpirun_command, mpirun_path, run_cases
 
 START_DEADLINE_S = 30  # from launch to the first progress line past step 0
 STOP_DEADLINE_S = 5  # from the signal to the exit
@@ -40,8 +39,6 @@ every_steps = 0
 STEPPING = re.compile(r"^step\s+([1-9]\d*)\s", re.M)
 
 
-class Failure(Exception):
-    pass
 
 
 def read(path):
@@ -212,27 +209,10 @@ def main():
         print(__doc__)
         return 2
     cumulus = os.path.abspath(sys.argv[1])
-    filters = sys.argv[2:]
     mpirun = mpirun_path()
-    passed = failed = 0
-    for name, fn, needs_mpi in CASES:
-        if filters and not any(f in name for f in filters):
-            continue
-        if needs_mpi and not mpirun:
-            print(f"SKIP {name}: no mpirun on PATH")
-            continue
-        t0 = time.monotonic()
-        with tempfile.TemporaryDirectory(prefix="cumulus-signal-") as work:
-            try:
-                detail = fn(cumulus, mpirun, work)
-                passed += 1
-                print(f"PASS {name} ({time.monotonic() - t0:.1f} s): {detail}")
-            except Failure as e:
-                failed += 1
-                print(f"FAIL {name} ({time.monotonic() - t0:.1f} s): {e}")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed or passed == 0 else 0
-
+    cases = [(name, fn if mpirun or not needs_mpi else (lambda *_: "SKIP: no mpirun on PATH"))
+             for name, fn, needs_mpi in CASES]
+    return run_cases(cases, sys.argv[2:], "cumulus-signal-", lambda fn, work: fn(cumulus, mpirun, work))
 
 if __name__ == "__main__":
     sys.exit(main())

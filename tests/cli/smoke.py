@@ -10,19 +10,15 @@ import os
 import re
 import shutil
 import sys
-import tempfile
-import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from cli_common import base_env, mpirun_command, mpirun_path, run_captured
+from cli_common import Failure, base_env, mpirun_command, mpirun_path, run_cases, run_captured
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HEAT_TOML = os.path.normpath(os.path.join(HERE, "..", "..", "configs", "heat.toml"))
 TIMEOUT_S = 60
 
 
-class Failure(Exception):
-    pass
 
 
 def run(cmd, cwd, extra_env=None):
@@ -204,26 +200,7 @@ def main():
         print(__doc__)
         return 2
     cumulus = os.path.abspath(sys.argv[1])
-    filters = sys.argv[2:]
-    passed = failed = 0
-    for name, fn in CASES:
-        if filters and not any(f in name for f in filters):
-            continue
-        t0 = time.monotonic()
-        with tempfile.TemporaryDirectory(prefix="cumulus-smoke-") as work:
-            try:
-                detail = fn(cumulus, work)
-                if detail.startswith("SKIP"):
-                    print(f"SKIP {name}: {detail[6:]}")
-                    continue
-                passed += 1
-                print(f"PASS {name} ({time.monotonic() - t0:.1f} s): {detail}")
-            except Failure as e:
-                failed += 1
-                print(f"FAIL {name} ({time.monotonic() - t0:.1f} s): {e}")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed or passed == 0 else 0
-
+    return run_cases(CASES, sys.argv[2:], "cumulus-smoke-", lambda fn, work: fn(cumulus, work))
 
 if __name__ == "__main__":
     sys.exit(main())
