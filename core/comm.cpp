@@ -75,6 +75,11 @@ void Comm::broadcast(std::string& s, int root) const {
   if (n > 0) mpi_check(MPI_Bcast(s.data(), static_cast<int>(n), MPI_CHAR, root, comm_), "MPI_Bcast");
 }
 
+int Comm::broadcast(int v, int root) const {
+  mpi_check(MPI_Bcast(&v, 1, MPI_INT, root, comm_), "MPI_Bcast");
+  return v;
+}
+
 bool Comm::cuda_aware() {
 #if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
   return MPIX_Query_cuda_support() == 1;

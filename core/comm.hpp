@@ -42,6 +42,7 @@ class Comm {
   std::int64_t min(std::int64_t v) const;
   int bitwise_or(int v) const;
   void broadcast(std::string& s, int root = 0) const;
+  int broadcast(int v, int root = 0) const;
 
   // Whether MPI can read and write device memory directly (CUDA-aware).
   static bool cuda_aware();

@@ -20,7 +20,7 @@ void Schedule::start(double time, double wall) {
   last_time_slot = every_time > 0 ? time_slot(time, every_time) : 0;
 }
 
-bool Schedule::due(long step, double time, double wall) {
+bool Schedule::due_by_clock(long step, double time) {
   bool d = false;
   if (every_steps > 0 && step % every_steps == 0) d = true;
   if (every_time > 0) {
@@ -30,8 +30,6 @@ bool Schedule::due(long step, double time, double wall) {
       d = true;
     }
   }
-  if (every_seconds > 0 && wall - last_wall >= every_seconds) d = true;
-  if (d) last_wall = wall;
   return d;
 }
 
@@ -59,11 +57,23 @@ bool Simulation::finished() const {
 
 void Simulation::run_writers(bool at_start, bool at_exit) {
   const double wall = wall_seconds();
-  for (auto& w : writers_) {
-    bool due = w.schedule.due(step_, time_, wall);
+  // Wall-clock cadences are judged by rank 0 and broadcast: the ranks' clocks differ, and a
+  // collective writer (checkpoint, output) must run on every rank or on none.
+  int wall_due = 0;
+  bool any_wall = false;
+  for (std::size_t n = 0; n < writers_.size() && n < 31; ++n) {
+    const Schedule& s = writers_[n].schedule;
+    any_wall = any_wall || s.every_seconds > 0;
+    if (s.every_seconds > 0 && wall - s.last_wall >= s.every_seconds) wall_due |= 1 << n;
+  }
+  if (any_wall && !at_start && !at_exit) wall_due = ctx_.comm.broadcast(wall_due);
+  for (std::size_t n = 0; n < writers_.size(); ++n) {
+    Writer& w = writers_[n];
+    bool due = w.schedule.due_by_clock(step_, time_) || (n < 31 && ((wall_due >> n) & 1));
     if (at_start) due = w.at_start;
     if (at_exit) due = w.at_exit;
     if (!due) continue;
+    w.schedule.last_wall = wall;
     ScopedTimer t("io." + w.name);
     w.write(step_, time_);
   }

@@ -17,7 +17,9 @@ struct Schedule {
   double every_time = 0;
   double every_seconds = 0;
 
-  bool due(long step, double time, double wall);  // updates the schedule's memory when due
+  // Due by step count or simulated time (the same on every rank); remembers the time slot.
+  // Wall-clock cadence is judged in Simulation::run_writers, by rank 0 for all ranks.
+  bool due_by_clock(long step, double time);
   void start(double time, double wall);           // at the start of a run (or a restart)
   long last_time_slot = 0;
   double last_wall = 0;

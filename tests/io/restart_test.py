@@ -65,5 +65,12 @@ rc, out = run(["run", "job.toml", "--set", "run.directory=other", "--restart", "
 r.check(rc == 2 and "solver 'lbm'" in out and "'heat'" in out, "checkpoint of another solver refused", out)
 r.check(not os.path.exists(os.path.join(d, "other")), "refused restart created no run directory")
 
+# A wall-clock cadence at several ranks: rank 0 decides for all (a collective write run by some
+# ranks only would hang). Many small steps, a checkpoint every 20 ms: several are written.
+rc, out = run(["run", "job.toml", "--set=run.directory=wall", "--set=run.end_step=3000", "--set=heat.cells=[64, 64]",
+               "--set=checkpoint.every_seconds=0.02", "--set=checkpoint.keep=100"], d, ranks=3, timeout=120)
+written = out.count("written and verified")
+r.check(rc == 0 and written >= 3, f"checkpoint.every_seconds on 3 ranks: {written} checkpoints, no hang", out[-2000:])
+
 shutil.rmtree(d)
 r.finish()
