@@ -106,11 +106,16 @@ std::vector<std::vector<unsigned char>> read_and_verify(hid_t file, const StateD
 }  // namespace
 
 std::uint64_t array_checksum_part(const GridArray& a, const std::vector<unsigned char>& local) {
+  return array_checksum_part(a, local.data(), a.local_box);
+}
+
+std::uint64_t array_checksum_part(const GridArray& a, const unsigned char* base, const Box& alloc) {
   const std::size_t es = dtype_size(a.dtype);
+  const std::int64_t ax = alloc.size(0), ay = alloc.size(1), az = alloc.size(2);
   const Box& g = a.global_box;
   const Box& b = a.local_box;
   const std::int64_t nx = g.size(0), ny = g.size(1), nz = g.size(2);
-  const int ni = b.size(0), nj = b.size(1), nk = b.size(2);
+  const int nj = b.size(1), nk = b.size(2);
   const std::int64_t rows = static_cast<std::int64_t>(a.ncomp) * nk * nj;
   // A sum modulo 2^64 is exact in any order: threads may split it freely.
   std::uint64_t sum = 0;
@@ -119,7 +124,10 @@ std::uint64_t array_checksum_part(const GridArray& a, const std::vector<unsigned
     const int j = b.lo[1] + static_cast<int>(r % nj), k = b.lo[2] + static_cast<int>((r / nj) % nk),
               c = static_cast<int>(r / nj / nk);
     const std::int64_t row = ((c * nz + (k - g.lo[2])) * ny + (j - g.lo[1])) * nx - g.lo[0];
-    const unsigned char* p = local.data() + static_cast<std::size_t>(r) * ni * es;
+    const std::int64_t c_off = static_cast<std::int64_t>(c) * az * ay * ax;
+    const unsigned char* p =
+        base + static_cast<std::size_t>(c_off + ((k - alloc.lo[2]) * ay + (j - alloc.lo[1])) * ax +
+                                        (b.lo[0] - alloc.lo[0])) * es;
     std::uint64_t part = 0;
     if (es == 8) {  // the common case, without the per-element size
       for (int i = b.lo[0]; i < b.hi[0]; ++i, p += 8) {
@@ -190,18 +198,31 @@ std::string CheckpointWriter::write(const StateDescription& state, const Checkpo
     h5::write_attr(f, "decomposition", meta.decomposition);
     h5::Handle g = h5::create_group(f, "arrays");
     for (const GridArray& a : state.arrays) {
+      // Host data are written and summed in place; device data through one packed host copy.
       std::vector<unsigned char> part;
-      {
+      if (!a.host_base) {
         ScopedTimer t2("checkpoint.write.gather");
         part = a.read_local();
       }
       std::uint64_t sum;
       {
         ScopedTimer t2("checkpoint.write.checksum");
-        sum = comm_sum_u64(comm_, array_checksum_part(a, part));
+        sum = comm_sum_u64(comm_, a.host_base ? array_checksum_part(a, a.host_base, a.host_alloc)
+                                              : array_checksum_part(a, part));
       }
       h5::Handle d = h5::create_dataset(g, a.name, h5type(a.dtype), global_dims(a));
-      h5::write_hyperslab(d, h5type(a.dtype), local_start(a), local_count(a), part.data(), true);
+      if (a.host_base) {
+        const Box& m = a.host_alloc;
+        h5::write_hyperslab_from(d, h5type(a.dtype), local_start(a), local_count(a),
+                                 {static_cast<hsize_t>(a.ncomp), static_cast<hsize_t>(m.size(2)),
+                                  static_cast<hsize_t>(m.size(1)), static_cast<hsize_t>(m.size(0))},
+                                 {0, static_cast<hsize_t>(a.local_box.lo[2] - m.lo[2]),
+                                  static_cast<hsize_t>(a.local_box.lo[1] - m.lo[1]),
+                                  static_cast<hsize_t>(a.local_box.lo[0] - m.lo[0])},
+                                 a.host_base, true);
+      } else {
+        h5::write_hyperslab(d, h5type(a.dtype), local_start(a), local_count(a), part.data(), true);
+      }
       h5::write_attr(d, "units", a.units);
       h5::write_attr(d, "dtype", std::string(dtype_name(a.dtype)));
       h5::write_attr(d, "checksum", sum);

@@ -30,6 +30,9 @@ struct CheckpointMeta {
 // splitmix64(bits ^ index * 0x9E3779B97F4A7C15), index the element's global linear index and bits its
 // bytes as an unsigned integer; a sum does not depend on how the array was split over ranks.
 std::uint64_t array_checksum_part(const GridArray& a, const std::vector<unsigned char>& local);
+// The same over this rank's part in place: `base` holds the components of `alloc` (a box around
+// local_box, e.g. with ghost layers), (c, k, j, i) order.
+std::uint64_t array_checksum_part(const GridArray& a, const unsigned char* base, const Box& alloc);
 inline constexpr const char* kChecksumAlgorithm = "sum-splitmix64-v2";
 
 class CheckpointWriter {

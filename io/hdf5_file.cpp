@@ -191,6 +191,20 @@ void transfer(bool write, hid_t dset, hid_t type, const std::vector<hsize_t>& st
 }
 }  // namespace
 
+void write_hyperslab_from(hid_t dset, hid_t type, const std::vector<hsize_t>& start, const std::vector<hsize_t>& count,
+                          const std::vector<hsize_t>& mem_dims, const std::vector<hsize_t>& mem_start, const void* data,
+                          bool collective) {
+  Handle fspace(check_id(H5Dget_space(dset), "H5Dget_space"), H5Sclose);
+  check(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr), "select hyperslab");
+  Handle mspace(check_id(H5Screate_simple(static_cast<int>(mem_dims.size()), mem_dims.data(), nullptr), "H5Screate"),
+                H5Sclose);
+  check(H5Sselect_hyperslab(mspace, H5S_SELECT_SET, mem_start.data(), nullptr, count.data(), nullptr),
+        "select memory hyperslab");
+  Handle xfer = plist(H5P_DATASET_XFER);
+  if (collective) check(H5Pset_dxpl_mpio(xfer, H5FD_MPIO_COLLECTIVE), "H5Pset_dxpl_mpio");
+  check(H5Dwrite(dset, type, mspace, fspace, xfer, data), "write dataset");
+}
+
 void write_hyperslab(hid_t dset, hid_t type, const std::vector<hsize_t>& start, const std::vector<hsize_t>& count,
                      const void* data, bool collective) {
   transfer(true, dset, type, start, count, const_cast<void*>(data), collective);

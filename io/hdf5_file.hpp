@@ -73,6 +73,11 @@ hid_t native_type(int dtype_code);  // DType as int, see state.hpp
 Handle create_dataset(hid_t loc, const std::string& name, hid_t type, const std::vector<hsize_t>& dims);
 void write_hyperslab(hid_t dset, hid_t type, const std::vector<hsize_t>& start, const std::vector<hsize_t>& count,
                      const void* data, bool collective);
+// The same, with the hyperslab taken from a larger array in memory: `mem_dims` its shape and
+// `mem_start` where the hyperslab sits in it (e.g. the interior of a ghost-padded field).
+void write_hyperslab_from(hid_t dset, hid_t type, const std::vector<hsize_t>& start, const std::vector<hsize_t>& count,
+                          const std::vector<hsize_t>& mem_dims, const std::vector<hsize_t>& mem_start, const void* data,
+                          bool collective);
 void read_hyperslab(hid_t dset, hid_t type, const std::vector<hsize_t>& start, const std::vector<hsize_t>& count,
                     void* data, bool collective);
 std::vector<hsize_t> dataset_dims(hid_t dset);

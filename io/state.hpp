@@ -29,6 +29,10 @@ struct GridArray {
   std::function<std::vector<unsigned char>()> read_local;
   // Replaces this rank's values (same order) on restart; empty for output-only arrays.
   std::function<void(const std::vector<unsigned char>&)> write_local;
+  // When the data live in host memory: the ghost-padded allocation they sit in, so that writers
+  // can read the interior in place instead of through read_local's packed copy.
+  const unsigned char* host_base = nullptr;
+  Box host_alloc;
   bool in_checkpoint = true;  // persistent state
   bool in_output = true;      // shown in ParaView
 };

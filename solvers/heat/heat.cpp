@@ -278,6 +278,10 @@ StateDescription HeatModel::state() {
   a.local_box = u_.interior();
   // The lambdas hold `this`: the description lives no longer than the model.
   a.read_local = [this] { return u_.interior_bytes(ctx_.exec); };
+  if (u_.space() == Backend::host) {
+    a.host_base = reinterpret_cast<const unsigned char*>(u_.buffer().data());
+    a.host_alloc = u_.allocated();
+  }
   a.write_local = [this](const std::vector<unsigned char>& b) { u_.set_interior_bytes(ctx_.exec, b); };
   s.arrays.push_back(std::move(a));
   return s;
