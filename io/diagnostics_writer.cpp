@@ -1,5 +1,6 @@
 #include "io/diagnostics_writer.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -22,7 +23,11 @@ DiagnosticsWriter::DiagnosticsWriter(std::string path, bool is_root, long resume
       header_done_ = true;
       continue;
     }
-    if (std::strtol(line.c_str(), nullptr, 10) <= resume_step) kept += line + "\n";
+    const long step = std::strtol(line.c_str(), nullptr, 10);
+    if (step <= resume_step) {
+      kept += line + "\n";
+      last_step_ = std::max(last_step_, step);
+    }
   }
   in.close();
   file_ = std::fopen(path_.c_str(), "w");
@@ -36,7 +41,8 @@ DiagnosticsWriter::~DiagnosticsWriter() {
 }
 
 void DiagnosticsWriter::write(long step, double time, const std::vector<std::pair<std::string, double>>& values) {
-  if (!root_) return;
+  if (!root_ || step <= last_step_) return;  // e.g. a restart that ends where it began
+  last_step_ = step;
   if (!file_) {
     file_ = std::fopen(path_.c_str(), "w");
     if (!file_) throw Error("cannot write '" + path_ + "': " + std::strerror(errno));

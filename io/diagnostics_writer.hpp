@@ -22,6 +22,7 @@ class DiagnosticsWriter {
   bool root_;
   std::FILE* file_ = nullptr;
   bool header_done_ = false;
+  long last_step_ = -1;  // rows are written once per step, in step order
 };
 
 }  // namespace cumulus
