@@ -19,6 +19,7 @@
 #include "io/checkpoint.hpp"
 #include "io/diagnostics_writer.hpp"
 #include "io/output.hpp"
+#include "io/run_status.hpp"
 #include "io/run_directory.hpp"
 #include "solvers/model.hpp"
 #include "solvers/simulation.hpp"
@@ -212,7 +213,36 @@ int run_command(const RunOptions& o) {
   }
 
   Simulation sim(*model, ctx, simulation_settings(cfg));
-  if (resume_step >= 0) sim.resume(resume_step, resume_time);
+  auto status = std::make_shared<RunStatus>(run_dir, world.is_root());
+  status->ranks = world.size();
+  status->backend = to_string(exec.backend());
+  status->work_unit = model->work_unit();
+  if (resume_step >= 0) {
+    sim.resume(resume_step, resume_time);
+    status->restarts = RunStatus::previous_restarts(run_dir) + 1;
+    status->step = resume_step;
+    status->time = resume_time;
+    if (sim.done()) {
+      // A completed run is not run again (a scheduler may requeue a job that had finished).
+      log_info(strprintf("the run had already reached its end (step %ld, time %.6g): nothing to do", resume_step,
+                         resume_time));
+      status->state = "completed";
+      status->restarts -= 1;  // nothing was restarted
+      status->write();
+      model.reset();
+      release_backend(exec);
+      return 0;
+    }
+  }
+  status->write();
+  sim.on_progress = [status, &exec](const Progress& p) {
+    status->step = p.step;
+    status->time = p.time;
+    status->throughput = p.rate;
+    status->eta_seconds = p.eta;
+    status->device_memory_bytes = device_memory_used(exec);
+    status->write();
+  };
 
   // Writers, checkpoint first: at a stop it is the one that matters.
   const bool want_ckpt = cfg.get<long>("checkpoint.every_steps") > 0 || cfg.get<double>("checkpoint.every_time") > 0 ||
@@ -226,7 +256,7 @@ int run_command(const RunOptions& o) {
     w.schedule.every_seconds = cfg.get<double>("checkpoint.every_seconds");
     w.at_exit = cfg.get<bool>("checkpoint.at_exit");
     const std::string job = cfg.to_toml(), solver = cfg.get<std::string>("solver");
-    w.write = [ckw, job, solver, &model, world](long step, double time) {
+    w.write = [ckw, job, solver, &model, world, status](long step, double time) {
       const double t0 = wall_seconds();
       const StateDescription state = model->state();
       CheckpointMeta meta;
@@ -236,7 +266,15 @@ int run_command(const RunOptions& o) {
       meta.job = job;
       meta.decomposition = state.decomposition;
       const std::string path = ckw->write(state, meta);
-      log_info(strprintf("checkpoint %s written and verified in %.2f s", path.c_str(), wall_seconds() - t0));
+      const double seconds = wall_seconds() - t0;
+      log_info(strprintf("checkpoint %s written and verified in %.2f s", path.c_str(), seconds));
+      status->checkpoint_step = step;
+      status->checkpoint_path = path;
+      status->checkpoint_unix_time = unix_seconds();
+      status->checkpoint_seconds = seconds;
+      status->step = step;
+      status->time = time;
+      status->write();
     };
     sim.add_writer(w);
   }
@@ -271,7 +309,17 @@ int run_command(const RunOptions& o) {
   w.write = [diag, &model](long step, double time) { diag->write(step, time, model->diagnostics(time)); };
   sim.add_writer(w);
 
-  ExitCode code = sim.run();
+  ExitCode code;
+  try {
+    code = sim.run();
+  } catch (const Error& e) {
+    status->state = "failed";
+    status->reason = e.what();
+    status->step = sim.step();
+    status->time = sim.time();
+    status->write();
+    throw;
+  }
   exec.synchronize();
   const double seconds = sim.run_seconds();
   const std::string table = TimerRegistry::instance().table(seconds);
@@ -280,6 +328,12 @@ int run_command(const RunOptions& o) {
   std::string summary;
   for (auto& [k, v] : diags) summary += strprintf(" %s=%.6g", k.c_str(), v);
   log_info("final diagnostics:" + summary);
+  status->step = sim.step();
+  status->time = sim.time();
+  status->state = code == ExitCode::stopped ? "preempted" : "completed";
+  status->reason = code == ExitCode::stopped ? "stopped by a signal or the wall-time limit; resume with --restart auto" : "";
+  status->eta_seconds = code == ExitCode::stopped ? -1 : 0;
+  status->write();
   if (code == ExitCode::stopped)
     log_info(strprintf("stopped at step %ld, time %.6g after %.1f s: exit 75%s", sim.step(), sim.time(), seconds,
                        want_ckpt && cfg.get<bool>("checkpoint.at_exit") ? "; resume with --restart auto" : ""));

@@ -100,6 +100,17 @@ Exec select_backend(const std::string& request, int local_rank, std::string* why
 #endif
 }
 
+double device_memory_used(const Exec& exec) {
+#ifdef CUMULUS_HAVE_CUDA
+  if (exec.is_cuda()) {
+    std::size_t free = 0, total = 0;
+    if (cudaMemGetInfo(&free, &total) == cudaSuccess) return static_cast<double>(total - free);
+  }
+#endif
+  (void)exec;
+  return 0;
+}
+
 void release_backend(Exec& exec) {
   TimerRegistry::instance().flush();
 #ifdef CUMULUS_HAVE_CUDA

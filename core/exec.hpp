@@ -60,6 +60,8 @@ std::string cuda_device_name(int device);
 // sentence for the log. Throws InputError for "cuda" without a usable device.
 Exec select_backend(const std::string& request, int local_rank, std::string* why);
 void release_backend(Exec& exec);
+// Bytes of device memory in use on exec's GPU (0 on the host backend).
+double device_memory_used(const Exec& exec);
 
 namespace detail {
 // Kernel timing by label: on the host a wall clock, on CUDA a pair of events read back lazily,

@@ -105,6 +105,7 @@ void Simulation::progress(bool force) {
   }
   log_info(strprintf("step %8ld  t %-12.6g  %9.2f M%s/s  wall %s  ETA %s", step_, time_, rate / 1e6,
                      model_.work_unit().c_str(), format_hms(elapsed).c_str(), format_hms(eta).c_str()));
+  if (on_progress && ctx_.comm.is_root()) on_progress(Progress{step_, time_, rate, eta});
   last_progress_wall_ = now;
   last_progress_step_ = step_;
 }

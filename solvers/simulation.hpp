@@ -43,8 +43,20 @@ struct SimulationSettings {
 
 SimulationSettings simulation_settings(const Config& cfg);
 
+// What a progress line says, for callbacks (status files, metrics).
+struct Progress {
+  long step;
+  double time;
+  double rate;  // work units per wall second over the last interval
+  double eta;   // wall seconds, -1 unknown
+};
+
 class Simulation {
  public:
+  // Called on rank 0 at every progress line.
+  std::function<void(const Progress&)> on_progress;
+  // Whether the clock has reached the end (a restart from a finished run has nothing to do).
+  bool done() const { return finished(); }
   Simulation(Model& model, const Context& ctx, SimulationSettings settings);
   void add_writer(Writer w) { writers_.push_back(std::move(w)); }
 
