@@ -20,6 +20,7 @@
 #include "io/diagnostics_writer.hpp"
 #include "io/output.hpp"
 #include "io/run_status.hpp"
+#include "app/submit.hpp"
 #include "io/run_directory.hpp"
 #include "solvers/model.hpp"
 #include "solvers/simulation.hpp"
@@ -344,6 +345,59 @@ int run_command(const RunOptions& o) {
   return static_cast<int>(code);
 }
 
+struct SubmitOptions {
+  std::string scheduler, time, partition, account, launcher, image;
+  long nodes = -1, gpus = -1, ranks = -1;
+  std::vector<std::string> extra, modules;
+  bool dry_run = false;
+};
+
+std::string toml_string(const std::string& s) {
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') q += '\\';
+    q += c;
+  }
+  return q + "\"";
+}
+
+int submit_command_cli(RunOptions ro, const SubmitOptions& so) {
+  // Options become overrides of the [job] keys, checked like any key, and named as typed.
+  std::vector<std::pair<std::string, std::string>> opts;  // key, option text
+  auto add = [&](const std::string& key, const std::string& value, const std::string& option) {
+    ro.sets.push_back(key + "=" + value);
+    opts.push_back({key, option});
+  };
+  if (!so.scheduler.empty()) add("job.scheduler", toml_string(so.scheduler), "--scheduler " + so.scheduler);
+  if (so.nodes >= 0) add("job.nodes", std::to_string(so.nodes), "--nodes " + std::to_string(so.nodes));
+  if (so.gpus >= 0) add("job.gpus_per_node", std::to_string(so.gpus), "--gpus-per-node " + std::to_string(so.gpus));
+  if (so.ranks >= 0) add("job.ranks_per_node", std::to_string(so.ranks), "--ranks-per-node " + std::to_string(so.ranks));
+  if (!so.time.empty()) add("job.time", toml_string(so.time), "--time " + so.time);
+  if (!so.partition.empty()) add("job.partition", toml_string(so.partition), "--partition " + so.partition);
+  if (!so.account.empty()) add("job.account", toml_string(so.account), "--account " + so.account);
+  if (!so.launcher.empty()) add("job.launcher", toml_string(so.launcher), "--launcher " + so.launcher);
+  if (!so.image.empty()) add("job.image", toml_string(so.image), "--image " + so.image);
+  auto list = [&](const std::vector<std::string>& v) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + toml_string(v[i]);
+    return s + "]";
+  };
+  if (!so.extra.empty()) add("job.extra", list(so.extra), "--extra");
+  if (!so.modules.empty()) add("job.modules", list(so.modules), "--module");
+  Config cfg = load_job(ro);
+  for (const auto& [key, option] : opts) {
+    const auto& e = cfg.entries().at(key);
+    cfg.set(key, e.value, option);
+  }
+  if (!Comm::world().is_root()) return 0;
+  SubmitRequest req;
+  req.job_file = ro.job;
+  std::error_code ec;
+  req.binary = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  req.dry_run = so.dry_run;
+  return submit_command(cfg, req);
+}
+
 int inspect_command(const std::string& file) {
   if (!Comm::world().is_root()) return 0;
   try {
@@ -410,6 +464,21 @@ int dispatch(int argc, char** argv) {
   CLI::App* check = app.add_subcommand("check", "Check a job file without running it");
   add_job_options(check);
   app.add_subcommand("info", "Version, build, backends, devices, MPI and HDF5");
+  SubmitOptions so;
+  CLI::App* submit = app.add_subcommand("submit", "Write a batch script (Slurm, PBS) or Job (Kubernetes) and submit it");
+  add_job_options(submit);
+  submit->add_option("--scheduler", so.scheduler, "slurm, pbs or kubernetes (job.scheduler)");
+  submit->add_option("--nodes", so.nodes, "Nodes (job.nodes)");
+  submit->add_option("--gpus-per-node", so.gpus, "GPUs per node, one rank each; 0: a CPU job (job.gpus_per_node)");
+  submit->add_option("--ranks-per-node", so.ranks, "Ranks per node of a CPU job (job.ranks_per_node)");
+  submit->add_option("--time", so.time, "Wall-time limit per allocation, HH:MM:SS (job.time)");
+  submit->add_option("--partition", so.partition, "Partition or queue (job.partition)");
+  submit->add_option("--account", so.account, "Account (job.account)");
+  submit->add_option("--extra", so.extra, "A further scheduler option, e.g. --extra=--constraint=h100 (repeatable)");
+  submit->add_option("--module", so.modules, "An environment module to load (repeatable)");
+  submit->add_option("--launcher", so.launcher, "srun or mpirun (job.launcher)");
+  submit->add_option("--image", so.image, "Container image (Kubernetes; job.image)");
+  submit->add_flag("--dry-run", so.dry_run, "Write and print the script, do not submit");
   std::string inspect_file;
   CLI::App* inspect = app.add_subcommand("inspect", "What a checkpoint or output HDF5 file holds, checksums verified");
   inspect->add_option("file", inspect_file, "HDF5 file")->required();
@@ -426,6 +495,7 @@ int dispatch(int argc, char** argv) {
   if (*check) return check_command(ro);
   if (*keys) return keys_command(solver);
   if (*inspect) return inspect_command(inspect_file);
+  if (*submit) return submit_command_cli(ro, so);
   return info_command();
 }
 

@@ -131,6 +131,46 @@ void declare_common_keys(Schema& s, const std::vector<std::string>& solver_names
   s.key("output.fields", ValueType::string_array, "Fields to write (empty: all the solver offers)")
       .def(std::vector<std::string>{})
       .restart_may_change();
+
+  // [job]: defaults for `cumulus submit`; command-line options override them.
+  s.key("job.scheduler", ValueType::string, "Batch system for `cumulus submit`")
+      .def(std::string("slurm"))
+      .one_of({"slurm", "pbs", "kubernetes"})
+      .restart_may_change();
+  s.key("job.nodes", ValueType::integer, "Nodes to run on").def(std::int64_t{1}).at_least(1).restart_may_change();
+  s.key("job.gpus_per_node", ValueType::integer, "GPUs per node, one rank each (0: a CPU job)")
+      .def(std::int64_t{1})
+      .at_least(0)
+      .restart_may_change();
+  s.key("job.ranks_per_node", ValueType::integer, "MPI ranks per node for a CPU job (0: one per GPU, or 1)")
+      .def(std::int64_t{0})
+      .at_least(0)
+      .restart_may_change();
+  s.key("job.time", ValueType::string, "Wall-time limit of one allocation, HH:MM:SS (the job requeues itself)")
+      .def(std::string("01:00:00"))
+      .restart_may_change();
+  s.key("job.partition", ValueType::string, "Partition (Slurm) or queue (PBS); empty: the default")
+      .def(std::string())
+      .restart_may_change();
+  s.key("job.account", ValueType::string, "Account to charge; empty: the default").def(std::string()).restart_may_change();
+  s.key("job.extra", ValueType::string_array, "More scheduler options, each as on the command line (\"--constraint=h100\")")
+      .def(std::vector<std::string>{})
+      .restart_may_change();
+  s.key("job.modules", ValueType::string_array, "Environment modules to load before the run")
+      .def(std::vector<std::string>{})
+      .restart_may_change();
+  s.key("job.launcher", ValueType::string, "How ranks start: srun (Slurm, PMIx) or mpirun")
+      .def(std::string("srun"))
+      .one_of({"srun", "mpirun"})
+      .restart_may_change();
+  s.key("job.image", ValueType::string, "Container image with cumulus (Kubernetes)").def(std::string()).restart_may_change();
+  s.key("job.signal_margin", ValueType::real,
+        "Seconds before the time limit at which the job is told to checkpoint and stop (0: from the measured "
+        "checkpoint time, at least 60)")
+      .def(0.0)
+      .at_least(0)
+      .unit("s")
+      .restart_may_change();
 }
 
 void check_common_keys(const Config& cfg, const SolverEntry& solver) {
