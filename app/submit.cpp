@@ -259,10 +259,12 @@ int submit_command(const Config& cfg, const SubmitRequest& req) {
     }
   }
   p.margin = static_cast<long>(margin);
-  if (p.time_s <= p.margin + 60)
+  if (p.time_s < p.margin + 10)
     cfg.fail("job.time", strprintf("%s leaves no time to compute: the job is warned %ld s before its limit to "
-                                   "checkpoint (%s); ask for more than %ld s",
-                                   p.time.c_str(), p.margin, margin_why.c_str(), p.margin + 60));
+                                   "checkpoint (%s); ask for at least %ld s",
+                                   p.time.c_str(), p.margin, margin_why.c_str(), p.margin + 10));
+  if (p.time_s < p.margin + 60)
+    std::cout << "warning: the job computes for less than a minute per allocation before it is told to stop\n";
 
   const char* tool = p.scheduler == "slurm" ? "sbatch" : p.scheduler == "pbs" ? "qsub" : "kubectl";
   const std::string file =

@@ -64,8 +64,8 @@ with open(os.path.join(work, "job", "status.json"), "w") as f:
     f.write('{"state": "preempted", "newest_checkpoint": {"step": 5, "path": "x", "unix_time": 1, "seconds": 50}}')
 rc, out = submit(["--dry-run"], work)
 check(rc == 0 and "#SBATCH --signal=B:USR1@180" in out, "the margin comes from the measured checkpoint time", out)
-rc, out = submit(["--dry-run", "--time", "00:03:30"], work)
-check(rc == 2 and "job.time" in out and "--time 00:03:30" in out, "a time limit within the margin is refused", out)
+rc, out = submit(["--dry-run", "--time", "00:03:05"], work)
+check(rc == 2 and "job.time" in out and "--time 00:03:05" in out, "a time limit within the margin is refused", out)
 
 # PBS
 rc, out = submit(["--dry-run", "--scheduler", "pbs", "--nodes", "3", "--gpus-per-node", "2", "--partition", "workq"],
