@@ -352,14 +352,7 @@ struct SubmitOptions {
   bool dry_run = false;
 };
 
-std::string toml_string(const std::string& s) {
-  std::string q = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') q += '\\';
-    q += c;
-  }
-  return q + "\"";
-}
+std::string toml_string(const std::string& s) { return double_quoted(s); }
 
 int submit_command_cli(RunOptions ro, const SubmitOptions& so) {
   // Options become overrides of the [job] keys, checked like any key, and named as typed.

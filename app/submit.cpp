@@ -147,14 +147,7 @@ std::string k8s_name(const std::string& s) {
   return o.empty() ? "cumulus" : o.substr(0, 52);
 }
 
-std::string yaml_str(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    o += c;
-  }
-  return o + "\"";
-}
+std::string yaml_str(const std::string& s) { return double_quoted(s); }
 
 std::string kubernetes_manifest(const Plan& p) {
   const std::string name = k8s_name(p.name);

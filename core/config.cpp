@@ -50,14 +50,7 @@ std::string num_str(double d) {
     return std::to_string(static_cast<long long>(d));
   return strprintf("%g", d);
 }
-std::string quote(const std::string& s) {
-  std::string q = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') q += '\\';
-    q += c;
-  }
-  return q + "\"";
-}
+std::string quote(const std::string& s) { return double_quoted(s); }
 }  // namespace
 
 namespace {

@@ -16,6 +16,9 @@ std::string strprintf(const char* fmt, Args... args) {
   return s;
 }
 
+// "s" with \ and " escaped: a string literal in TOML, JSON and YAML's double-quoted style.
+std::string double_quoted(std::string_view s);
+
 // Levenshtein distance, for "did you mean" suggestions.
 std::size_t edit_distance(std::string_view a, std::string_view b);
 
