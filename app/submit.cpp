@@ -86,15 +86,16 @@ struct Plan {
 // The part every batch script shares: modules, the run in the background, signals forwarded to
 // it (bash runs traps only between commands, hence `wait` on a background child), and the exit
 // status; `requeue` is the scheduler's own command for the job to requeue itself after exit 75.
+// `requeue_if` is the shell condition under which the job requeues itself after exit 75.
 std::string script_body(const Plan& p, const std::string& launch, const std::string& job_id_var,
-                        const std::string& requeue) {
+                        const std::string& requeue, const std::string& requeue_if) {
   std::string s = "set -u\n";
   for (const auto& m : p.modules) s += "module load " + shell_quote(m) + "\n";
   s += "cd " + shell_quote(p.workdir) + " || exit 1\n";
   s += "export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}\n";
   s += "echo \"cumulus: job ${" + job_id_var + ":-?} starts on $(hostname) at $(date -u +%FT%TZ)\"\n";
-  s += "child=\n";
-  s += "forward() {\n  echo \"cumulus: $1 received at $(date -u +%FT%TZ): checkpoint and stop\"\n"
+  s += "child=\nwarned=\n";
+  s += "forward() {\n  echo \"cumulus: $1 received at $(date -u +%FT%TZ): checkpoint and stop\"\n  warned=$1\n"
        "  if [ -n \"$child\" ]; then kill -USR1 \"$child\" 2>/dev/null; fi\n}\n";
   s += "trap 'forward USR1' USR1\ntrap 'forward TERM' TERM\n";
   s += launch + " " + shell_quote(p.binary_abs) + " run " + shell_quote(p.job_abs) + " --restart auto --set " +
@@ -103,8 +104,8 @@ std::string script_body(const Plan& p, const std::string& launch, const std::str
   s += "# wait returns early when a trap runs; wait again until the run has really ended\n";
   s += "while :; do wait \"$child\"; rc=$?; kill -0 \"$child\" 2>/dev/null || break; done\n";
   s += "echo \"cumulus: run ended with status $rc at $(date -u +%FT%TZ)\"\n";
-  s += "if [ \"$rc\" -eq 75 ]; then\n  echo \"cumulus: stopped after a checkpoint; requeueing\"\n  " + requeue +
-       "\nfi\nexit \"$rc\"\n";
+  s += "if [ \"$rc\" -eq 75 ] && " + requeue_if + "; then\n  echo \"cumulus: stopped after a checkpoint; requeueing\"\n  " +
+       requeue + "\nfi\nexit \"$rc\"\n";
   return s;
 }
 
@@ -122,7 +123,9 @@ std::string slurm_script(const Plan& p) {
   s += "#SBATCH --output=" + p.run_dir + "/slurm-%j.out\n";
   for (const auto& e : p.extra) s += "#SBATCH " + e + "\n";
   const std::string launch = p.launcher == "srun" ? "srun --mpi=pmix" : "mpirun";
-  return s + script_body(p, launch, "SLURM_JOB_ID", "scontrol requeue \"$SLURM_JOB_ID\"");
+  // Only after the time-limit warning (USR1): a TERM comes from the scheduler itself (a requeue or
+  // preemption it carries out, or scancel), and requeueing then could hit the job's next start.
+  return s + script_body(p, launch, "SLURM_JOB_ID", "scontrol requeue \"$SLURM_JOB_ID\"", "[ \"$warned\" = USR1 ]");
 }
 
 std::string pbs_script(const Plan& p) {
@@ -136,7 +139,7 @@ std::string pbs_script(const Plan& p) {
   s += "#PBS -r y\n#PBS -j oe\n#PBS -o " + p.workdir + "/" + p.run_dir + "/pbs.out\n";
   for (const auto& e : p.extra) s += "#PBS " + e + "\n";
   // PBS sends SIGTERM at the limit (then SIGKILL after kill_delay): the trap checkpoints on TERM.
-  return s + script_body(p, "mpirun", "PBS_JOBID", "qrerun \"$PBS_JOBID\"");
+  return s + script_body(p, "mpirun", "PBS_JOBID", "qrerun \"$PBS_JOBID\"", "true");
 }
 
 std::string k8s_name(const std::string& s) {
