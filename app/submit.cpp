@@ -125,7 +125,11 @@ std::string slurm_script(const Plan& p) {
   const std::string launch = p.launcher == "srun" ? "srun --mpi=pmix" : "mpirun";
   // Only after the time-limit warning (USR1): a TERM comes from the scheduler itself (a requeue or
   // preemption it carries out, or scancel), and requeueing then could hit the job's next start.
-  return s + script_body(p, launch, "SLURM_JOB_ID", "scontrol requeue \"$SLURM_JOB_ID\"", "[ \"$warned\" = USR1 ]");
+  // After `scontrol requeue` the script waits to be ended by Slurm: if it exited first, the job's
+  // exit status could race the requeue and the job be recorded FAILED instead of requeued.
+  return s + script_body(p, launch, "SLURM_JOB_ID",
+                         "if scontrol requeue \"$SLURM_JOB_ID\"; then trap - TERM; sleep 300; fi",
+                         "[ \"$warned\" = USR1 ]");
 }
 
 std::string pbs_script(const Plan& p) {

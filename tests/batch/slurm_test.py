@@ -99,15 +99,22 @@ with SlurmCluster(extra_conf=["KillWait=10"]) as cluster:
         return int(m.group(1)) if m else None
 
     def wait_releasing(job_id, timeout):
-        # A job that requeues itself waits ~120 s (BeginTime) before it may start again: release it.
+        # A requeued job waits ~120 s (BeginTime) before it may start again. Release it sooner, but
+        # not at once: the old allocation must have ended first (it has up to KillWait = 10 s), or
+        # the new start collides with it on the node and fails, as it never would with the real delay.
         deadline = time.monotonic() + timeout
+        pending_since = None
         while time.monotonic() < deadline:
             info = cluster.job_info(job_id) or {}
             state = info.get("JobState", "")
             if state in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"):
                 return state, info
             if state == "PENDING" and info.get("Reason") == "BeginTime":
-                cluster.run(["scontrol", "update", f"jobid={job_id}", "StartTime=now"], check=False)
+                pending_since = pending_since or time.monotonic()
+                if time.monotonic() - pending_since > 15:
+                    cluster.run(["scontrol", "update", f"jobid={job_id}", "StartTime=now"], check=False)
+            else:
+                pending_since = None
             time.sleep(0.5)
         return "TIMEOUT(test)", cluster.job_info(job_id)
 
@@ -141,7 +148,7 @@ with SlurmCluster(extra_conf=["KillWait=10"]) as cluster:
         except (OSError, ValueError, KeyError):
             pass
         time.sleep(0.3)
-    cluster.requeue(j2)
+    cluster.requeue(j2, release=False)
     state2, info2 = wait_releasing(j2, 240)
     state3, info3 = wait_releasing(j3, 240)
     log2, log3 = slurm_log("s2"), slurm_log("s3")
