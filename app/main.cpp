@@ -84,22 +84,6 @@ Config load_job(const RunOptions& o) {
   return cfg;
 }
 
-// Runs `f` on the root rank; an error there is raised on every rank (nobody waits forever).
-template <class F>
-void on_root_collectively(const Comm& comm, F f) {
-  std::string err;
-  if (comm.is_root()) {
-    try {
-      f();
-    } catch (const std::exception& e) {
-      err = e.what();
-      if (err.empty()) err = "unknown error";
-    }
-  }
-  comm.broadcast(err);
-  if (!err.empty()) throw Error(err);
-}
-
 struct RestartCandidate {
   std::string path;
   CheckpointMeta meta;
@@ -168,7 +152,7 @@ int run_command(const RunOptions& o) {
 
   std::string name = cfg.get<std::string>("run.name");
   if (name.empty()) name = run_directory_for(o.job, "");
-  on_root_collectively(world, [&] {
+  world.on_root([&] {
     create_run_directory(run_dir);
     write_file_atomic(run_dir + "/job.resolved.toml", cfg.to_toml());
   });

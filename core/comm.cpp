@@ -75,6 +75,8 @@ void Comm::broadcast(std::string& s, int root) const {
   if (n > 0) mpi_check(MPI_Bcast(s.data(), static_cast<int>(n), MPI_CHAR, root, comm_), "MPI_Bcast");
 }
 
+void Comm::throw_error(const std::string& message) { throw Error(message); }
+
 int Comm::broadcast(int v, int root) const {
   mpi_check(MPI_Bcast(&v, 1, MPI_INT, root, comm_), "MPI_Bcast");
   return v;

@@ -44,11 +44,29 @@ class Comm {
   void broadcast(std::string& s, int root = 0) const;
   int broadcast(int v, int root = 0) const;
 
+  // Runs `f` on rank 0 alone (file-system work: create, rename, prune); an exception there is
+  // raised as an Error on every rank, so that nobody waits forever in the next collective.
+  template <class F>
+  void on_root(F f) const {
+    std::string err;
+    if (is_root()) {
+      try {
+        f();
+      } catch (const std::exception& e) {
+        err = e.what();
+        if (err.empty()) err = "unknown error";
+      }
+    }
+    broadcast(err);
+    if (!err.empty()) throw_error(err);
+  }
+
   // Whether MPI can read and write device memory directly (CUDA-aware).
   static bool cuda_aware();
   static std::string library_version();
 
  private:
+  [[noreturn]] static void throw_error(const std::string& message);
   MPI_Comm comm_;
 };
 

@@ -171,17 +171,14 @@ CheckpointWriter::CheckpointWriter(std::string directory, int keep, const Comm& 
 std::string CheckpointWriter::write(const StateDescription& state, const CheckpointMeta& meta) {
   const std::string final_path = dir_ + "/" + checkpoint_file_name(meta.step);
   const std::string tmp = final_path + ".tmp";
-  std::string err;
-  if (comm_.is_root()) {
+  comm_.on_root([&] {
     std::error_code ec;
     fs::create_directories(dir_, ec);
-    if (ec) err = "cannot create the checkpoint directory '" + dir_ + "': " + ec.message();
+    if (ec) throw Error("cannot create the checkpoint directory '" + dir_ + "': " + ec.message());
     // Leftovers of writes that were killed: never valid, never read.
     for (const auto& e : fs::directory_iterator(dir_, ec))
       if (e.path().filename().string().find(".tmp") != std::string::npos) fs::remove(e.path(), ec);
-  }
-  comm_.broadcast(err);
-  if (!err.empty()) throw Error(err);
+  });
 
   {
     ScopedTimer t("checkpoint.write");
@@ -245,15 +242,12 @@ std::string CheckpointWriter::write(const StateDescription& state, const Checkpo
     }
   }
   maybe_pause("rename", tmp, comm_);
-  err.clear();
-  if (comm_.is_root()) {
+  comm_.on_root([&] {
     std::error_code ec;
     fs::rename(tmp, final_path, ec);
-    if (ec) err = "cannot rename '" + tmp + "' to '" + final_path + "': " + ec.message();
+    if (ec) throw Error("cannot rename '" + tmp + "' to '" + final_path + "': " + ec.message());
     fsync_path(dir_, true);
-  }
-  comm_.broadcast(err);
-  if (!err.empty()) throw Error(err);
+  });
   maybe_pause("prune", tmp, comm_);
   if (comm_.is_root()) {
     const auto all = list_checkpoints(dir_);

@@ -81,14 +81,11 @@ std::vector<SeriesEntry> read_series(const std::string& path, double resume_time
 // RUN_DIR/output, made by rank 0; a failure there is raised on every rank.
 std::string create_output_directory(const std::string& run_dir, const Comm& comm) {
   const std::string dir = run_dir + "/output";
-  std::string err;
-  if (comm.is_root()) {
+  comm.on_root([&] {
     std::error_code ec;
     fs::create_directories(dir, ec);
-    if (ec) err = "cannot create '" + dir + "': " + ec.message();
-  }
-  comm.broadcast(err);
-  if (!err.empty()) throw Error(err);
+    if (ec) throw Error("cannot create '" + dir + "': " + ec.message());
+  });
   return dir;
 }
 
