@@ -2,6 +2,7 @@
 
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -100,9 +101,32 @@ KeySpec& Schema::key(const std::string& name, ValueType type, const std::string&
   return keys_.back();
 }
 
+bool key_matches(const std::string& pattern, const std::string& name) {
+  // Segment by segment; a "*" segment matches any one segment (a named instance).
+  std::size_t p = 0, n = 0;
+  while (true) {
+    const std::size_t pe = pattern.find('.', p), ne = name.find('.', n);
+    const std::string ps = pattern.substr(p, pe == std::string::npos ? std::string::npos : pe - p);
+    const std::string ns = name.substr(n, ne == std::string::npos ? std::string::npos : ne - n);
+    if (ps != "*" && ps != ns) return false;
+    if (ps == "*" && ns.empty()) return false;
+    if ((pe == std::string::npos) != (ne == std::string::npos)) return false;
+    if (pe == std::string::npos) return true;
+    p = pe + 1;
+    n = ne + 1;
+  }
+}
+
+std::string instance_key(const std::string& pattern, const std::string& instance) {
+  const auto star = pattern.find(".*.");
+  return pattern.substr(0, star) + "." + instance + pattern.substr(star + 2);
+}
+
 const KeySpec* Schema::find(const std::string& name) const {
   for (auto& k : keys_)
     if (k.name == name) return &k;
+  for (auto& k : keys_)
+    if (k.name.find('*') != std::string::npos && key_matches(k.name, name)) return &k;
   return nullptr;
 }
 
@@ -131,6 +155,17 @@ const Config::Entry& Config::entry(const std::string& key) const {
   auto it = entries_.find(key);
   if (it == entries_.end()) throw Error("internal: config key not declared or not set: " + key);
   return it->second;
+}
+
+std::vector<std::string> Config::instances(const std::string& prefix) const {
+  std::vector<std::string> out;
+  const std::string p = prefix + ".";
+  for (auto it = entries_.lower_bound(p); it != entries_.end() && it->first.compare(0, p.size(), p) == 0; ++it) {
+    const std::string rest = it->first.substr(p.size());
+    const std::string inst = rest.substr(0, rest.find('.'));
+    if (rest.find('.') != std::string::npos && (out.empty() || out.back() != inst)) out.push_back(inst);
+  }
+  return out;
 }
 
 std::string Config::where(const std::string& key) const {
@@ -361,6 +396,19 @@ std::vector<std::string> restart_differences(const Config& now, const Config& th
   std::vector<std::string> out;
   for (const auto& spec : schema.keys()) {
     if (spec.may_change_on_restart) continue;
+    if (const auto star = spec.name.find(".*."); star != std::string::npos) {
+      std::vector<std::string> names;
+      for (const Config* c : {&now, &then})
+        for (const auto& inst : c->instances(spec.name.substr(0, star))) names.push_back(instance_key(spec.name, inst));
+      std::sort(names.begin(), names.end());
+      names.erase(std::unique(names.begin(), names.end()), names.end());
+      for (const auto& k : names) {
+        const std::string va = now.has(k) ? to_string(now.entries().at(k).value) : "(unset)";
+        const std::string vb = then.has(k) ? to_string(then.entries().at(k).value) : "(unset)";
+        if (va != vb) out.push_back("key '" + k + "': the checkpoint has " + vb + ", this job has " + va);
+      }
+      continue;
+    }
     const bool a = now.has(spec.name), b = then.has(spec.name);
     const std::string va = a ? to_string(now.entries().at(spec.name).value) : "(unset)";
     const std::string vb = b ? to_string(then.entries().at(spec.name).value) : "(unset)";
@@ -446,6 +494,20 @@ Config parse_job_text(const std::string& text, const std::string& name, const st
     else cfg.set(key, std::move(v), rv.where);
   }
   for (auto& spec : schema.keys()) {
+    const auto star = spec.name.find(".*.");
+    if (star != std::string::npos) {
+      // A key of named instances ([lbm.obstacles.<name>]): defaults and required keys per instance.
+      for (const auto& inst : cfg.instances(spec.name.substr(0, star))) {
+        const std::string k = instance_key(spec.name, inst);
+        if (raw.count(k)) continue;
+        if (spec.required)
+          errors.push_back(name + ": missing required key '" + k + "': expected " + to_string(spec.type) + " (" +
+                           spec.doc + ")");
+        else if (spec.default_value)
+          cfg.set(k, *spec.default_value, "default");
+      }
+      continue;
+    }
     if (raw.count(spec.name)) continue;
     if (spec.required)
       errors.push_back(name + ": missing required key '" + spec.name + "': expected " + to_string(spec.type) + " (" +

@@ -47,6 +47,9 @@ struct KeySpec {
   std::string describe_range() const;  // "> 0", "one of a, b", ...
 };
 
+// Schema keys may contain one "*" segment: a table of named instances ([lbm.obstacles.cyl]).
+bool key_matches(const std::string& pattern, const std::string& name);
+
 class Schema {
  public:
   KeySpec& key(const std::string& name, ValueType type, const std::string& doc);
@@ -74,6 +77,9 @@ class Config {
   template <class T>
   T get_or(const std::string& key, T fallback) const { return has(key) ? get<T>(key) : fallback; }
   std::string where(const std::string& key) const;
+  // Names of the instances of a table of named instances: for keys declared as
+  // "lbm.obstacles.*.shape", instances("lbm.obstacles") lists the <name>s the job defines, sorted.
+  std::vector<std::string> instances(const std::string& prefix) const;
   const std::string& file() const { return file_; }
   const std::map<std::string, Entry>& entries() const { return entries_; }
 

@@ -21,11 +21,12 @@
   namespace ns::cuda_pass {                      \
   decls                                          \
   }
-#define CUMULUS_KERNEL(exec, ns, fn) ((exec).is_cuda() ? &ns::cuda_pass::fn : &ns::host_pass::fn)
+// Variadic so that a template instantiation with several arguments can be named: fn<L, S>.
+#define CUMULUS_KERNEL(exec, ns, ...) ((exec).is_cuda() ? &ns::cuda_pass::__VA_ARGS__ : &ns::host_pass::__VA_ARGS__)
 #else
 #define CUMULUS_DECLARE_KERNEL_PASSES(ns, decls) \
   namespace ns::host_pass {                      \
   decls                                          \
   }
-#define CUMULUS_KERNEL(exec, ns, fn) (&ns::host_pass::fn)
+#define CUMULUS_KERNEL(exec, ns, ...) (&ns::host_pass::__VA_ARGS__)
 #endif

@@ -13,11 +13,12 @@ namespace cumulus {
 
 namespace {
 int direction_index(const Index3& d) { return (d[0] + 1) + 3 * (d[1] + 1) + 9 * (d[2] + 1); }
+int popcount(std::uint32_t m) { return __builtin_popcount(m); }
 }  // namespace
 
 HaloExchange::HaloExchange(const CartesianDecomposition& decomp, const Comm& comm, const Exec& exec,
                            const Index3& ghost, int ncomp, std::size_t elem_bytes, const char* label,
-                           bool force_staging)
+                           bool force_staging, const ComponentMask& needs)
     : comm_(comm), exec_(exec), interior_(decomp.box_of(comm.rank())), ghost_(ghost), ncomp_(ncomp),
       elem_bytes_(elem_bytes), label_pack_(std::string(label) + ".pack"),
       label_unpack_(std::string(label) + ".unpack"), label_wait_(std::string(label) + ".wait"),
@@ -30,6 +31,9 @@ HaloExchange::HaloExchange(const CartesianDecomposition& decomp, const Comm& com
       throw InputError(strprintf("rank %d owns %d cells along axis %d, fewer than the %d ghost layers: use fewer ranks",
                                  comm.rank(), interior_.size(d), d, ghost[d]));
   }
+  if (needs && ncomp > 32) throw Error("HaloExchange: component masks cover at most 32 components");
+  const std::uint32_t all = ncomp >= 32 ? 0xffffffffu : ((1u << ncomp) - 1u);
+  auto mask_for = [&](const Index3& dir) { return needs ? (needs(dir) & all) : all; };
   const int me = comm.rank();
   for (int dz = -1; dz <= 1; ++dz)
     for (int dy = -1; dy <= 1; ++dy)
@@ -44,10 +48,14 @@ HaloExchange::HaloExchange(const CartesianDecomposition& decomp, const Comm& com
         if (nb < 0) continue;
         if (nb == me && dy == 0 && dz == 0) {  // both x faces wrap onto this rank: one fused copy
           wrap_x_ = true;
+          wrap_lo_mask_ = mask_for({-1, 0, 0});
+          wrap_hi_mask_ = mask_for({1, 0, 0});
           continue;
         }
         if (nb == me) {  // periodic wrap onto this rank: copy, no message
           SelfLink s;
+          s.mask = mask_for(dir);
+          if (s.mask == 0) continue;
           s.recv_box = interior_;
           for (int d = 0; d < 3; ++d) {
             if (dir[d] < 0) {
@@ -63,6 +71,9 @@ HaloExchange::HaloExchange(const CartesianDecomposition& decomp, const Comm& com
           continue;
         }
         Link l;
+        l.send_mask = mask_for({-dir[0], -dir[1], -dir[2]});  // the neighbour's ghosts lie opposite
+        l.recv_mask = mask_for(dir);
+        if (l.send_mask == 0 && l.recv_mask == 0) continue;
         l.direction = direction_index(dir);
         l.rank = nb;
         l.send_box = l.recv_box = interior_;
@@ -77,17 +88,19 @@ HaloExchange::HaloExchange(const CartesianDecomposition& decomp, const Comm& com
             l.recv_box.hi[d] = interior_.hi[d] + ghost[d];
           }
         }
-        l.offset = total_elems_;
-        total_elems_ += static_cast<std::size_t>(l.send_box.volume()) * ncomp;
+        l.send_offset = total_send_;
+        l.recv_offset = total_recv_;
+        total_send_ += static_cast<std::size_t>(l.send_box.volume()) * popcount(l.send_mask);
+        total_recv_ += static_cast<std::size_t>(l.recv_box.volume()) * popcount(l.recv_mask);
         links_.push_back(l);
       }
   const Backend space = exec.backend();
   staged_ = force_staging || (exec.is_cuda() && !Comm::cuda_aware());
-  send_ = Buffer<unsigned char>(space, total_elems_ * elem_bytes);
-  recv_ = Buffer<unsigned char>(space, total_elems_ * elem_bytes);
+  send_ = Buffer<unsigned char>(space, total_send_ * elem_bytes);
+  recv_ = Buffer<unsigned char>(space, total_recv_ * elem_bytes);
   if (staged_) {
-    send_host_ = memory::allocate_pinned(total_elems_ * elem_bytes);
-    recv_host_ = memory::allocate_pinned(total_elems_ * elem_bytes);
+    send_host_ = memory::allocate_pinned(total_send_ * elem_bytes);
+    recv_host_ = memory::allocate_pinned(total_recv_ * elem_bytes);
   }
 }
 
@@ -99,7 +112,7 @@ HaloExchange::~HaloExchange() {
   memory::release_pinned(recv_host_);
 }
 
-std::size_t HaloExchange::bytes_per_exchange() const { return total_elems_ * elem_bytes_; }
+std::size_t HaloExchange::bytes_per_exchange() const { return total_send_ * elem_bytes_; }
 
 void HaloExchange::check_field(const Box& interior, const Index3& ghost, int ncomp, std::size_t elem_bytes) const {
   if (!(interior == interior_) || ghost != ghost_ || ncomp != ncomp_ || elem_bytes > elem_bytes_)
@@ -111,22 +124,22 @@ void HaloExchange::post(std::size_t elem_bytes) {
   ScopedTimer t(label_wait_);
   unsigned char* sbuf = staged_ ? static_cast<unsigned char*>(send_host_) : send_.data();
   unsigned char* rbuf = staged_ ? static_cast<unsigned char*>(recv_host_) : recv_.data();
-  const std::size_t total = total_elems_ * elem_bytes;
+  const std::size_t total = total_send_ * elem_bytes;
   if (staged_) memory::copy_async(exec_, Backend::host, sbuf, exec_.backend(), send_.data(), total);
   exec_.synchronize();  // packed data must be complete before MPI reads it
   requests_.assign(2 * links_.size(), MPI_REQUEST_NULL);
   for (std::size_t n = 0; n < links_.size(); ++n) {
     const Link& l = links_[n];
-    const int count = static_cast<int>(static_cast<std::size_t>(l.recv_box.volume()) * ncomp_ * elem_bytes);
+    const int count = static_cast<int>(static_cast<std::size_t>(l.recv_box.volume()) * popcount(l.recv_mask) * elem_bytes);
     // A message arriving from direction d was sent by that neighbour in direction 26 - d.
-    mpi_check(MPI_Irecv(rbuf + l.offset * elem_bytes, count, MPI_BYTE, l.rank, 26 - l.direction, comm_.raw(),
+    mpi_check(MPI_Irecv(rbuf + l.recv_offset * elem_bytes, count, MPI_BYTE, l.rank, 26 - l.direction, comm_.raw(),
                         &requests_[2 * n]),
               "MPI_Irecv (halo)");
   }
   for (std::size_t n = 0; n < links_.size(); ++n) {
     const Link& l = links_[n];
-    const int count = static_cast<int>(static_cast<std::size_t>(l.send_box.volume()) * ncomp_ * elem_bytes);
-    mpi_check(MPI_Isend(sbuf + l.offset * elem_bytes, count, MPI_BYTE, l.rank, l.direction, comm_.raw(),
+    const int count = static_cast<int>(static_cast<std::size_t>(l.send_box.volume()) * popcount(l.send_mask) * elem_bytes);
+    mpi_check(MPI_Isend(sbuf + l.send_offset * elem_bytes, count, MPI_BYTE, l.rank, l.direction, comm_.raw(),
                         &requests_[2 * n + 1]),
               "MPI_Isend (halo)");
   }
@@ -139,7 +152,7 @@ void HaloExchange::wait() {
             "MPI_Waitall (halo)");
   in_flight_ = false;
   if (staged_)
-    memory::copy_async(exec_, exec_.backend(), recv_.data(), Backend::host, recv_host_, total_elems_ * elem_bytes_);
+    memory::copy_async(exec_, exec_.backend(), recv_.data(), Backend::host, recv_host_, total_recv_ * elem_bytes_);
 }
 
 
@@ -148,12 +161,12 @@ HaloTransfer<T> HaloExchange::begin(Field<T>& f) {
   check_field(f.interior(), f.ghost(), f.ncomp(), sizeof(T));
   const View<T> v = f.view();
   T* buf = reinterpret_cast<T*>(send_.data());
-  for (const Link& l : links_) CUMULUS_KERNEL(exec_, halo_kernels, pack_box<T>)(exec_, label_pack_.c_str(), v, l.send_box, ncomp_, buf + l.offset);
+  for (const Link& l : links_) CUMULUS_KERNEL(exec_, halo_kernels, pack_box<T>)(exec_, label_pack_.c_str(), v, l.send_box, ncomp_, l.send_mask, buf + l.send_offset);
   // Ghosts filled from this rank's own interior read only interior cells: safe before the sends.
   if (wrap_x_)
-    CUMULUS_KERNEL(exec_, halo_kernels, wrap_x<T>)(exec_, label_self_.c_str(), v, interior_, ghost_[0], ncomp_);
+    CUMULUS_KERNEL(exec_, halo_kernels, wrap_x<T>)(exec_, label_self_.c_str(), v, interior_, ghost_[0], ncomp_, wrap_lo_mask_, wrap_hi_mask_);
   for (const SelfLink& s : self_links_)
-    CUMULUS_KERNEL(exec_, halo_kernels, copy_shifted<T>)(exec_, label_self_.c_str(), v, s.recv_box, s.shift, ncomp_);
+    CUMULUS_KERNEL(exec_, halo_kernels, copy_shifted<T>)(exec_, label_self_.c_str(), v, s.recv_box, s.shift, ncomp_, s.mask);
   post(sizeof(T));
   return HaloTransfer<T>(this, &f);
 }
@@ -165,7 +178,7 @@ void HaloExchange::finish(Field<T>& f) {
   const View<T> v = f.view();
   const T* buf = reinterpret_cast<const T*>(recv_.data());
   for (const Link& l : links_)
-    CUMULUS_KERNEL(exec_, halo_kernels, unpack_box<T>)(exec_, label_unpack_.c_str(), v, l.recv_box, ncomp_, buf + l.offset);
+    CUMULUS_KERNEL(exec_, halo_kernels, unpack_box<T>)(exec_, label_unpack_.c_str(), v, l.recv_box, ncomp_, l.recv_mask, buf + l.recv_offset);
 }
 
 template <class T>

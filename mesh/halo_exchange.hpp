@@ -7,6 +7,8 @@
 // Device data goes to MPI directly when the library is CUDA-aware, through pinned host buffers
 // otherwise (Debian's Open MPI is not).
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/comm.hpp"
@@ -41,8 +43,15 @@ class HaloExchange {
   // components of `elem_bytes` each (the largest element type exchanged with this plan).
   // `force_staging` sends through the host mirror buffers even when it is not needed, so that the
   // staging path (the one device halos take with a non-CUDA-aware MPI) is tested on any machine.
+  //
+  // `needs`, when given, says which components (bit c of the mask) the ghost cells in direction
+  // `dir` (each of -1, 0, 1 per axis, seen from the receiving rank) are read for; only those are
+  // sent. A lattice Boltzmann step reads from a ghost cell only the populations that stream
+  // out of it into the interior: 5 of D3Q19's 19 across a face, 1 across an edge.
+  using ComponentMask = std::function<std::uint32_t(const Index3& dir)>;
   HaloExchange(const CartesianDecomposition& decomp, const Comm& comm, const Exec& exec, const Index3& ghost,
-               int ncomp, std::size_t elem_bytes, const char* label = "halo", bool force_staging = false);
+               int ncomp, std::size_t elem_bytes, const char* label = "halo", bool force_staging = false,
+               const ComponentMask& needs = {});
   ~HaloExchange();
   HaloExchange(const HaloExchange&) = delete;
   HaloExchange& operator=(const HaloExchange&) = delete;
@@ -67,7 +76,8 @@ class HaloExchange {
     int direction;  // 0..26, (dx+1) + 3 (dy+1) + 9 (dz+1)
     int rank;
     Box send_box, recv_box;
-    std::size_t offset;  // in elements, into the send and receive buffers (same layout)
+    std::uint32_t send_mask, recv_mask;  // components sent and received
+    std::size_t send_offset, recv_offset;  // in elements, into the send and receive buffers
   };
 
  private:
@@ -87,11 +97,13 @@ class HaloExchange {
   std::vector<Link> links_;  // to other ranks, through MPI
   struct SelfLink {
     Box recv_box;
+    std::uint32_t mask;
     Index3 shift;  // the source of ghost cell x is x + shift
   };
   std::vector<SelfLink> self_links_;
   bool wrap_x_ = false;  // the +-x faces are self links, done by one fused kernel
-  std::size_t total_elems_ = 0;
+  std::uint32_t wrap_lo_mask_ = 0, wrap_hi_mask_ = 0;
+  std::size_t total_send_ = 0, total_recv_ = 0;
   Buffer<unsigned char> send_, recv_;             // in the backend's memory
   void* send_host_ = nullptr;                     // pinned mirrors when staged
   void* recv_host_ = nullptr;

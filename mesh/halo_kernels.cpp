@@ -8,54 +8,63 @@ namespace cumulus {
 
 namespace halo_kernels::CUMULUS_PASS {
 // Free functions (not members): nvcc accepts extended lambdas only in public or free functions.
+// Components are packed in order, skipping those not in the mask (bit c: component c).
 template <class T>
-void pack_box(const Exec& ex, const char* label, const View<T>& v, const Box& b, int ncomp, T* buf) {
+void pack_box(const Exec& ex, const char* label, const View<T>& v, const Box& b, int ncomp, std::uint32_t mask, T* buf) {
   const int ni = b.size(0), nj = b.size(1);
   const std::int64_t vol = b.volume();
   const int i0 = b.lo[0], j0 = b.lo[1], k0 = b.lo[2];
   for_each(ex, label, b, [=] CUMULUS_HD(int i, int j, int k) {
     const std::int64_t idx = (static_cast<std::int64_t>(k - k0) * nj + (j - j0)) * ni + (i - i0);
-    for (int c = 0; c < ncomp; ++c) buf[c * vol + idx] = v(i, j, k, c);
+    std::int64_t n = 0;
+    for (int c = 0; c < ncomp; ++c)
+      if ((mask >> c) & 1u) buf[(n++) * vol + idx] = v(i, j, k, c);
   });
 }
 template <class T>
-void copy_shifted(const Exec& ex, const char* label, const View<T>& v, const Box& b, const Index3& shift, int ncomp) {
+void copy_shifted(const Exec& ex, const char* label, const View<T>& v, const Box& b, const Index3& shift, int ncomp,
+                  std::uint32_t mask) {
   const int s0 = shift[0], s1 = shift[1], s2 = shift[2];
   for_each(ex, label, b, [=] CUMULUS_HD(int i, int j, int k) {
-    for (int c = 0; c < ncomp; ++c) v(i, j, k, c) = v(i + s0, j + s1, k + s2, c);
+    for (int c = 0; c < ncomp; ++c)
+      if ((mask >> c) & 1u) v(i, j, k, c) = v(i + s0, j + s1, k + s2, c);
   });
 }
 template <class T>
-void unpack_box(const Exec& ex, const char* label, const View<T>& v, const Box& b, int ncomp, const T* buf) {
+void unpack_box(const Exec& ex, const char* label, const View<T>& v, const Box& b, int ncomp, std::uint32_t mask,
+                const T* buf) {
   const int ni = b.size(0), nj = b.size(1);
   const std::int64_t vol = b.volume();
   const int i0 = b.lo[0], j0 = b.lo[1], k0 = b.lo[2];
   for_each(ex, label, b, [=] CUMULUS_HD(int i, int j, int k) {
     const std::int64_t idx = (static_cast<std::int64_t>(k - k0) * nj + (j - j0)) * ni + (i - i0);
-    for (int c = 0; c < ncomp; ++c) v(i, j, k, c) = buf[c * vol + idx];
+    std::int64_t n = 0;
+    for (int c = 0; c < ncomp; ++c)
+      if ((mask >> c) & 1u) v(i, j, k, c) = buf[(n++) * vol + idx];
   });
 }
 // Both x faces of a periodic axis that is not split, in one pass over the rows: the low ghosts
 // take the row's last cells and the high ghosts its first, so each row end is touched once (two
 // separate face copies would bring every row's two end cache lines in twice).
 template <class T>
-void wrap_x(const Exec& ex, const char* label, const View<T>& v, const Box& interior, int ghost, int ncomp) {
-  const int lo = interior.lo[0], hi = interior.hi[0], n = hi - lo;
+void wrap_x(const Exec& ex, const char* label, const View<T>& v, const Box& interior, int ghost, int ncomp,
+            std::uint32_t lo_mask, std::uint32_t hi_mask) {
+  const int lo = interior.lo[0], hi = interior.hi[0];
   const Box rows(lo, interior.lo[1], interior.lo[2], lo + 1, interior.hi[1], interior.hi[2]);
   for_each(ex, label, rows, [=] CUMULUS_HD(int, int j, int k) {
     for (int c = 0; c < ncomp; ++c)
       for (int g = 1; g <= ghost; ++g) {
-        v(lo - g, j, k, c) = v(hi - g, j, k, c);
-        v(hi + g - 1, j, k, c) = v(lo + g - 1, j, k, c);
+        if ((lo_mask >> c) & 1u) v(lo - g, j, k, c) = v(hi - g, j, k, c);
+        if ((hi_mask >> c) & 1u) v(hi + g - 1, j, k, c) = v(lo + g - 1, j, k, c);
       }
   });
-  (void)n;
 }
 #define CUMULUS_INSTANTIATE_HALO_KERNELS(T)                                                                     \
-  template void pack_box<T>(const Exec&, const char*, const View<T>&, const Box&, int, T*);                    \
-  template void unpack_box<T>(const Exec&, const char*, const View<T>&, const Box&, int, const T*);             \
-  template void copy_shifted<T>(const Exec&, const char*, const View<T>&, const Box&, const Index3&, int);       \
-  template void wrap_x<T>(const Exec&, const char*, const View<T>&, const Box&, int, int);
+  template void pack_box<T>(const Exec&, const char*, const View<T>&, const Box&, int, std::uint32_t, T*);     \
+  template void unpack_box<T>(const Exec&, const char*, const View<T>&, const Box&, int, std::uint32_t, const T*); \
+  template void copy_shifted<T>(const Exec&, const char*, const View<T>&, const Box&, const Index3&, int,        \
+                                std::uint32_t);                                                                  \
+  template void wrap_x<T>(const Exec&, const char*, const View<T>&, const Box&, int, int, std::uint32_t, std::uint32_t);
 CUMULUS_INSTANTIATE_HALO_KERNELS(double)
 CUMULUS_INSTANTIATE_HALO_KERNELS(float)
 CUMULUS_INSTANTIATE_HALO_KERNELS(std::uint16_t)

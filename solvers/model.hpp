@@ -33,6 +33,9 @@ class Model {
   virtual ~Model() = default;
   virtual std::string describe() const = 0;          // one paragraph for the log
   virtual double preferred_dt() const = 0;           // the step the Simulation takes when it can
+  // True when every step must be preferred_dt() (a lattice Boltzmann step cannot be shortened):
+  // the run then ends at the first step that reaches run.end_time instead of landing on it.
+  virtual bool fixed_dt() const { return false; }
   virtual void advance(double time, double dt) = 0;  // from `time` to `time + dt`; collective
   virtual double work_per_step() const = 0;          // global, in work_unit()
   virtual std::string work_unit() const = 0;         // "cell-updates", "atom-steps"

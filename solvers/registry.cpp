@@ -1,5 +1,6 @@
 #include "core/strings.hpp"
 #include "solvers/heat/heat.hpp"
+#include "solvers/lbm/lbm.hpp"
 #include "solvers/model.hpp"
 
 namespace cumulus {
@@ -21,6 +22,7 @@ const SolverRegistry& SolverRegistry::all() {
     SolverRegistry r;
     // One explicit call per solver (no static-initialisation tricks): add new solvers here.
     heat::register_solver(r);
+    lbm::register_solver(r);
     return r;
   }();
   return registry;

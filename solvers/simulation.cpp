@@ -123,7 +123,7 @@ ExitCode Simulation::run() {
   ExitCode result = ExitCode::done;
   while (!finished()) {
     double dt = model_.preferred_dt();
-    const bool last = s_.end_time > 0 && time_ + dt >= s_.end_time;
+    const bool last = !model_.fixed_dt() && s_.end_time > 0 && time_ + dt >= s_.end_time;
     if (last) dt = s_.end_time - time_;  // land on end_time exactly
     const double t0 = wall_seconds();
     model_.advance(time_, dt);

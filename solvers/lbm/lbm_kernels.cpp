@@ -1,0 +1,375 @@
+// The lattice Boltzmann kernel bodies. A kernel source: compiled once per backend (g++ for the
+// host, nvcc for CUDA), each pass in its own namespace (core/kernel_pass.hpp).
+//
+// One step is "pull, collide, store" on two buffers: a cell gathers f_q from its upstream
+// neighbour x - c_q in the source buffer (which holds post-collision populations), collides, and
+// writes its own populations to the destination. Per cell update that moves Q values in and Q out:
+// 2 Q sizeof(S) bytes (D3Q19 fp32: 152 B, fp16: 76 B), the count the benchmarks use.
+//
+// Every cell first takes the fast path, which knows nothing about boundaries; the few cells next
+// to a wall, obstacle, inlet or outlet (listed once at set-up) are then recomputed by the boundary
+// kernel. The fast path stays branch-free, so it vectorises on the host.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "solvers/lbm/lbm_kernels.hpp"
+
+namespace cumulus::lbm {
+
+namespace kernels::CUMULUS_PASS {
+namespace {
+
+// Shifted equilibrium feq_q - w_q for density 1 + drho and velocity u (second order in u).
+template <class L, class R, int q>
+CUMULUS_HD inline R feq_shifted(R drho, R rho, R ux, R uy, R uz, R uu) {
+  constexpr R w = static_cast<R>(L::w(q));
+  constexpr int cx = L::c(q, 0), cy = L::c(q, 1), cz = L::c(q, 2);
+  const R cu = R(cx) * ux + R(cy) * uy + R(cz) * uz;
+  return w * (drho + rho * (R(3) * cu + R(4.5) * cu * cu - R(1.5) * uu));
+}
+
+// Density deviation, momentum and (optionally) the non-equilibrium second moment of shifted f.
+template <class L, class R>
+CUMULUS_HD inline void moments(const R (&f)[L::Q], R& drho, R& jx, R& jy, R& jz) {
+  drho = R(0);
+  jx = R(0);
+  jy = R(0);
+  jz = R(0);
+  static_for<L::Q>([&](auto q) {
+    constexpr int cx = L::c(q, 0), cy = L::c(q, 1), cz = L::c(q, 2);
+    drho += f[q];
+    if constexpr (cx > 0) jx += f[q];
+    if constexpr (cx < 0) jx -= f[q];
+    if constexpr (cy > 0) jy += f[q];
+    if constexpr (cy < 0) jy -= f[q];
+    if constexpr (cz > 0) jz += f[q];
+    if constexpr (cz < 0) jz -= f[q];
+  });
+}
+
+// Pi_neq = sum_q c c (f - feq): xx, yy, zz, xy, xz, yz.
+template <class L, class R>
+CUMULUS_HD inline void pi_neq(const R (&f)[L::Q], R drho, R rho, R ux, R uy, R uz, R (&pi)[6]) {
+  const R uu = ux * ux + uy * uy + uz * uz;
+  for (int a = 0; a < 6; ++a) pi[a] = R(0);
+  static_for<L::Q>([&](auto q) {
+    constexpr int cx = L::c(q, 0), cy = L::c(q, 1), cz = L::c(q, 2);
+    const R d = f[q] - feq_shifted<L, R, q>(drho, rho, ux, uy, uz, uu);
+    if constexpr (cx != 0) pi[0] += d;
+    if constexpr (cy != 0) pi[1] += d;
+    if constexpr (cz != 0) pi[2] += d;
+    if constexpr (cx * cy != 0) pi[3] += R(cx * cy) * d;
+    if constexpr (cx * cz != 0) pi[4] += R(cx * cz) * d;
+    if constexpr (cy * cz != 0) pi[5] += R(cy * cz) * d;
+  });
+}
+
+// The regularised non-equilibrium part of direction q: w_q / (2 cs^4) (c c - cs^2 I) : Pi.
+template <class L, class R, int q>
+CUMULUS_HD inline R neq_regularized(const R (&pi)[6]) {
+  constexpr R w = static_cast<R>(L::w(q));
+  constexpr int cx = L::c(q, 0), cy = L::c(q, 1), cz = L::c(q, 2);
+  constexpr R third = R(1) / R(3);
+  const R s = (R(cx * cx) - third) * pi[0] + (R(cy * cy) - third) * pi[1] + (R(cz * cz) - third) * pi[2] +
+              R(2 * cx * cy) * pi[3] + R(2 * cx * cz) * pi[4] + R(2 * cy * cz) * pi[5];
+  return R(4.5) * w * s;
+}
+
+// BGK or TRT collision with Guo forcing and an optional Smagorinsky eddy viscosity, in place on
+// shifted populations. BGK is TRT with omega_minus = omega.
+template <class L, class R>
+CUMULUS_HD inline void collide(R (&f)[L::Q], const StepParams& p) {
+  R drho, jx, jy, jz;
+  moments<L, R>(f, drho, jx, jy, jz);
+  const R rho = R(1) + drho;
+  const R fx = R(p.force[0]), fy = R(p.force[1]), fz = R(p.force[2]);
+  const R inv = R(1) / rho;
+  const R ux = (jx + R(0.5) * fx) * inv, uy = (jy + R(0.5) * fy) * inv, uz = (jz + R(0.5) * fz) * inv;
+  const R uu = ux * ux + uy * uy + uz * uz;
+  R om = R(p.omega), omm = R(p.omega_minus);
+  if (p.smagorinsky > 0) {
+    // tau_eff solves tau^2 - tau0 tau - (9 sqrt2 / 2) C^2 |Pi_neq| / rho = 0 (Hou et al. 1996).
+    R pi[6];
+    pi_neq<L, R>(f, drho, rho, ux, uy, uz, pi);
+    const R norm = sqrt(pi[0] * pi[0] + pi[1] * pi[1] + pi[2] * pi[2] +
+                        R(2) * (pi[3] * pi[3] + pi[4] * pi[4] + pi[5] * pi[5]));
+    const R c2 = R(p.smagorinsky) * R(p.smagorinsky);
+    const R tau0 = R(1) / om;
+    const R tau = R(0.5) * (tau0 + sqrt(tau0 * tau0 + R(25.455844122715710) * c2 * norm * inv));  // 18 sqrt 2
+    om = R(1) / tau;
+    omm = p.magic < 0 ? om : R(1) / (R(p.magic) / (tau - R(0.5)) + R(0.5));
+  }
+  const R uF = ux * fx + uy * fy + uz * fz;
+  const R kp = R(1) - R(0.5) * om, km = R(1) - R(0.5) * omm;
+  {
+    constexpr R w0 = static_cast<R>(L::w(0));
+    const R eq = w0 * (drho - rho * R(1.5) * uu);
+    f[0] = f[0] - om * (f[0] - eq) - kp * w0 * R(3) * uF;
+  }
+  static_for<(L::Q - 1) / 2>([&](auto h) {
+    constexpr int a = 2 * h + 1, b = a + 1;
+    constexpr R w = static_cast<R>(L::w(a));
+    constexpr int cx = L::c(a, 0), cy = L::c(a, 1), cz = L::c(a, 2);
+    const R cu = R(cx) * ux + R(cy) * uy + R(cz) * uz;
+    const R cF = R(cx) * fx + R(cy) * fy + R(cz) * fz;
+    const R eqp = w * (drho + rho * (R(4.5) * cu * cu - R(1.5) * uu));
+    const R eqm = w * rho * R(3) * cu;
+    const R fp = R(0.5) * (f[a] + f[b]), fm = R(0.5) * (f[a] - f[b]);
+    const R dp = om * (fp - eqp) - kp * w * (R(9) * cu * cF - R(3) * uF);
+    const R dm = omm * (fm - eqm) - km * w * R(3) * cF;
+    f[a] = f[a] - dp - dm;
+    f[b] = f[b] - dp + dm;
+  });
+}
+
+}  // namespace
+
+template <class L, class S>
+void stream_collide(const Exec& ex, const View<S>& src, const View<S>& dst, const Box& box, const StepParams& p) {
+  using St = Storage<S>;
+  using R = typename St::R;
+  const StepParams pp = p;
+  for_each(ex, "lbm.stream_collide", box, [=] CUMULUS_HD(int i, int j, int k) {
+    R f[L::Q];
+    static_for<L::Q>([&](auto q) {
+      constexpr int cx = L::c(q, 0), cy = L::c(q, 1), cz = L::c(q, 2);
+      f[q] = St::load(src(i - cx, j - cy, k - cz, q));
+    });
+    collide<L, R>(f, pp);
+    static_for<L::Q>([&](auto q) { dst(i, j, k, q) = St::store(f[q]); });
+  });
+}
+
+template <class L, class S>
+void boundary_cells(const Exec& ex, const View<S>& src, const View<S>& dst, const View<std::uint8_t>& flags,
+                    const std::int32_t* list, std::int64_t n, const Box& interior, const StepParams& p) {
+  using St = Storage<S>;
+  using R = typename St::R;
+  const StepParams pp = p;
+  const int lo0 = interior.lo[0], lo1 = interior.lo[1], lo2 = interior.lo[2];
+  const int ni = interior.size(0), nj = interior.size(1);
+  for_each(ex, "lbm.boundary", Box(0, 0, 0, static_cast<int>(n), 1, 1), [=] CUMULUS_HD(int idx, int, int) {
+    const std::int32_t c = list[idx];
+    const int i = lo0 + c % ni, j = lo1 + (c / ni) % nj, k = lo2 + c / (ni * nj);
+    if (cell_type(flags(i, j, k)) != kFluid) {  // solid cells rest at density 1
+      static_for<L::Q>([&](auto q) { dst(i, j, k, q) = St::store(R(0)); });
+      return;
+    }
+    // This cell's post-collision state: bounce-back returns it, open boundaries extrapolate it.
+    R own[L::Q];
+    static_for<L::Q>([&](auto q) { own[q] = St::load(src(i, j, k, q)); });
+    R odrho, ojx, ojy, ojz;
+    moments<L, R>(own, odrho, ojx, ojy, ojz);
+    const R orho = R(1) + odrho;
+    const R oux = ojx / orho, ouy = ojy / orho, ouz = ojz / orho;
+    R opi[6];
+    pi_neq<L, R>(own, odrho, orho, oux, ouy, ouz, opi);
+
+    R f[L::Q];
+    static_for<L::Q>([&](auto q) {
+      constexpr int cx = L::c(q, 0), cy = L::c(q, 1), cz = L::c(q, 2);
+      constexpr int qo = opposite(q);
+      constexpr R w = static_cast<R>(L::w(q));
+      const int gi = i - cx, gj = j - cy, gk = k - cz;
+      const int t = q == 0 ? kFluid : cell_type(flags(gi, gj, gk));
+      if (t == kFluid) {
+        f[q] = St::load(src(gi, gj, gk, q));
+      } else if (t == kWall || t >= kObstacle) {
+        f[q] = own[qo];  // halfway bounce-back
+      } else if (t < kInlet) {
+        const FaceSpec& fs = pp.face[t - kMovingWall];  // moving wall: bounce-back plus the wall's momentum
+        f[q] = own[qo] + R(6) * w * R(pp.ramp) * (R(cx) * R(fs.u[0]) + R(cy) * R(fs.u[1]) + R(cz) * R(fs.u[2]));
+      } else {
+        // Open boundary: equilibrium at the boundary's density and velocity plus this cell's
+        // regularised non-equilibrium part (Latt et al. 2008).
+        R bdrho, bux, buy, buz;
+        if (t < kOutlet) {
+          const int face = t - kInlet;
+          const FaceSpec& fs = pp.face[face];
+          R shape = R(pp.ramp);
+          if (fs.parabolic) {
+            const int g[3] = {gi, gj, gk};
+            for (int a = 0; a < 3; ++a) {
+              if (a == face / 2 || pp.periodic[a]) continue;
+              R s = (R(g[a]) + R(0.5)) / R(pp.global[a]);
+              s = s < R(0) ? R(0) : (s > R(1) ? R(1) : s);
+              shape *= R(4) * s * (R(1) - s);
+            }
+          }
+          bdrho = odrho;
+          bux = shape * R(fs.u[0]);
+          buy = shape * R(fs.u[1]);
+          buz = shape * R(fs.u[2]);
+        } else {
+          bdrho = R(pp.face[t - kOutlet].rho) - R(1);
+          bux = oux;
+          buy = ouy;
+          buz = ouz;
+        }
+        const R buu = bux * bux + buy * buy + buz * buz;
+        f[q] = feq_shifted<L, R, q>(bdrho, R(1) + bdrho, bux, buy, buz, buu) + neq_regularized<L, R, q>(opi);
+      }
+    });
+    collide<L, R>(f, pp);
+    static_for<L::Q>([&](auto q) { dst(i, j, k, q) = St::store(f[q]); });
+  });
+}
+
+template <class L, class S>
+void macroscopic(const Exec& ex, const View<S>& fv, const View<std::uint8_t>& flags, const View<double>& out,
+                 const Box& box, const StepParams& p) {
+  using St = Storage<S>;
+  using R = typename St::R;
+  const R fx = R(p.force[0]), fy = R(p.force[1]), fz = R(p.force[2]);
+  for_each(ex, "lbm.macroscopic", box, [=] CUMULUS_HD(int i, int j, int k) {
+    if (cell_type(flags(i, j, k)) != kFluid) {
+      out(i, j, k, 0) = 1.0;
+      out(i, j, k, 1) = out(i, j, k, 2) = out(i, j, k, 3) = 0.0;
+      return;
+    }
+    R f[L::Q];
+    static_for<L::Q>([&](auto q) { f[q] = St::load(fv(i, j, k, q)); });
+    R drho, jx, jy, jz;
+    moments<L, R>(f, drho, jx, jy, jz);
+    const R rho = R(1) + drho;
+    // Post-collision momentum carries the whole force; the physical velocity is halfway.
+    out(i, j, k, 0) = static_cast<double>(rho);
+    out(i, j, k, 1) = static_cast<double>((jx - R(0.5) * fx) / rho);
+    out(i, j, k, 2) = static_cast<double>((jy - R(0.5) * fy) / rho);
+    out(i, j, k, 3) = static_cast<double>((jz - R(0.5) * fz) / rho);
+  });
+}
+
+template <class L, class S>
+Vec3 obstacle_force(const Exec& ex, const View<S>& fv, const View<std::uint8_t>& flags, const std::int32_t* list,
+                    std::int64_t n, const Box& interior, int type) {
+  using St = Storage<S>;
+  const int lo0 = interior.lo[0], lo1 = interior.lo[1], lo2 = interior.lo[2];
+  const int ni = interior.size(0), nj = interior.size(1);
+  // Momentum exchange on every fluid-to-obstacle link: the population that goes in comes back
+  // reversed, handing the body 2 c_q f*_q (f* post-collision, as stored).
+  return reduce(ex, "lbm.forces", Box(0, 0, 0, static_cast<int>(n), 1, 1), Vec3{}, SumOp{},
+                [=] CUMULUS_HD(int idx, int, int) {
+                  Vec3 F;
+                  const std::int32_t c = list[idx];
+                  const int i = lo0 + c % ni, j = lo1 + (c / ni) % nj, k = lo2 + c / (ni * nj);
+                  if (cell_type(flags(i, j, k)) != kFluid) return F;
+                  static_for<L::Q>([&](auto q) {
+                    constexpr int cx = L::c(q, 0), cy = L::c(q, 1), cz = L::c(q, 2);
+                    if constexpr (q != 0) {
+                      if (cell_type(flags(i + cx, j + cy, k + cz)) == type) {
+                        const double m = 2.0 * (static_cast<double>(St::load(fv(i, j, k, q))) + L::w(q));
+                        F.x += cx * m;
+                        F.y += cy * m;
+                        F.z += cz * m;
+                      }
+                    }
+                  });
+                  return F;
+                });
+}
+
+template <class L, class S>
+Totals totals(const Exec& ex, const View<S>& fv, const View<std::uint8_t>& flags, const Box& box, const StepParams& p) {
+  using St = Storage<S>;
+  using R = typename St::R;
+  const double fx = p.force[0], fy = p.force[1], fz = p.force[2];
+  return reduce(ex, "lbm.diagnostics", box, Totals{}, SumOp{}, [=] CUMULUS_HD(int i, int j, int k) {
+    Totals t;
+    if (cell_type(flags(i, j, k)) != kFluid) return t;
+    R f[L::Q];
+    static_for<L::Q>([&](auto q) { f[q] = St::load(fv(i, j, k, q)); });
+    R drho, jx, jy, jz;
+    moments<L, R>(f, drho, jx, jy, jz);
+    const double rho = 1.0 + static_cast<double>(drho);
+    const double mx = jx - 0.5 * fx, my = jy - 0.5 * fy, mz = jz - 0.5 * fz;
+    t.mass = rho;
+    t.energy = 0.5 * (mx * mx + my * my + mz * mz) / rho;
+    return t;
+  });
+}
+
+template <class L, class S>
+std::int64_t first_bad_cell(const Exec& ex, const View<S>& fv, const View<std::uint8_t>& flags, const Box& box,
+                            const Box& global, double max_speed) {
+  using St = Storage<S>;
+  using R = typename St::R;
+  const std::int64_t nx = global.size(0), ny = global.size(1);
+  const double limit = max_speed * max_speed;
+  return reduce(ex, "lbm.health", box, std::numeric_limits<std::int64_t>::max(), MinOp{},
+                [=] CUMULUS_HD(int i, int j, int k) -> std::int64_t {
+                  if (cell_type(flags(i, j, k)) != kFluid) return std::numeric_limits<std::int64_t>::max();
+                  R f[L::Q];
+                  static_for<L::Q>([&](auto q) { f[q] = St::load(fv(i, j, k, q)); });
+                  R drho, jx, jy, jz;
+                  moments<L, R>(f, drho, jx, jy, jz);
+                  const double rho = 1.0 + static_cast<double>(drho);
+                  const double u2 = (double(jx) * jx + double(jy) * jy + double(jz) * jz) / (rho * rho);
+                  // NaN fails every comparison: a non-finite population makes u2 or rho NaN.
+                  const bool ok = rho > 0 && u2 <= limit;
+                  return ok ? std::numeric_limits<std::int64_t>::max() : (k * ny + j) * nx + i;
+                });
+}
+
+template <class S>
+void fill_zero(const Exec& ex, const View<S>& fv, const Box& box, int ncomp) {
+  for_each(ex, "lbm.fill", box, [=] CUMULUS_HD(int i, int j, int k) {
+    for (int c = 0; c < ncomp; ++c) fv(i, j, k, c) = S(0);
+  });
+}
+
+void vorticity(const Exec& ex, const View<double>& m, const View<double>& out, const Box& box, bool three_d) {
+  if (!three_d) {
+    for_each(ex, "lbm.vorticity", box, [=] CUMULUS_HD(int i, int j, int k) {
+      out(i, j, k) = 0.5 * ((m(i + 1, j, k, 2) - m(i - 1, j, k, 2)) - (m(i, j + 1, k, 1) - m(i, j - 1, k, 1)));
+    });
+    return;
+  }
+  for_each(ex, "lbm.vorticity", box, [=] CUMULUS_HD(int i, int j, int k) {
+    const double wx = 0.5 * ((m(i, j + 1, k, 3) - m(i, j - 1, k, 3)) - (m(i, j, k + 1, 2) - m(i, j, k - 1, 2)));
+    const double wy = 0.5 * ((m(i, j, k + 1, 1) - m(i, j, k - 1, 1)) - (m(i + 1, j, k, 3) - m(i - 1, j, k, 3)));
+    const double wz = 0.5 * ((m(i + 1, j, k, 2) - m(i - 1, j, k, 2)) - (m(i, j + 1, k, 1) - m(i, j - 1, k, 1)));
+    out(i, j, k) = sqrt(wx * wx + wy * wy + wz * wz);
+  });
+}
+
+double probe_sum(const Exec& ex, const View<double>& m, const View<std::uint8_t>& flags, const Box& box,
+                 const double pos[3], int ndim, bool weights) {
+  const double px = pos[0], py = pos[1], pz = pos[2];
+  return reduce(ex, "lbm.probes", box, 0.0, SumOp{}, [=] CUMULUS_HD(int i, int j, int k) {
+    if (cell_type(flags(i, j, k)) != kFluid) return 0.0;
+    const double dx = px - i, dy = py - j, dz = pz - k;
+    double w = (1 - (dx < 0 ? -dx : dx)) * (1 - (dy < 0 ? -dy : dy));
+    if (ndim == 3) w *= 1 - (dz < 0 ? -dz : dz);
+    return weights ? w : w * (m(i, j, k, 0) - 1.0);
+  });
+}
+
+#define CUMULUS_LBM_INSTANTIATE(L, S)                                                                              \
+  template void stream_collide<L, S>(const Exec&, const View<S>&, const View<S>&, const Box&, const StepParams&); \
+  template void boundary_cells<L, S>(const Exec&, const View<S>&, const View<S>&, const View<std::uint8_t>&,      \
+                                     const std::int32_t*, std::int64_t, const Box&, const StepParams&);           \
+  template void macroscopic<L, S>(const Exec&, const View<S>&, const View<std::uint8_t>&, const View<double>&,     \
+                                  const Box&, const StepParams&);                                                 \
+  template Vec3 obstacle_force<L, S>(const Exec&, const View<S>&, const View<std::uint8_t>&, const std::int32_t*, \
+                                     std::int64_t, const Box&, int);                                              \
+  template Totals totals<L, S>(const Exec&, const View<S>&, const View<std::uint8_t>&, const Box&,               \
+                               const StepParams&);                                                                \
+  template std::int64_t first_bad_cell<L, S>(const Exec&, const View<S>&, const View<std::uint8_t>&, const Box&, \
+                                             const Box&, double);
+#define CUMULUS_LBM_INSTANTIATE_ALL(L)       \
+  CUMULUS_LBM_INSTANTIATE(L, double)         \
+  CUMULUS_LBM_INSTANTIATE(L, float)          \
+  CUMULUS_LBM_INSTANTIATE(L, std::uint16_t)
+CUMULUS_LBM_INSTANTIATE_ALL(D2Q9)
+CUMULUS_LBM_INSTANTIATE_ALL(D3Q19)
+CUMULUS_LBM_INSTANTIATE_ALL(D3Q27)
+template void fill_zero<double>(const Exec&, const View<double>&, const Box&, int);
+template void fill_zero<float>(const Exec&, const View<float>&, const Box&, int);
+template void fill_zero<std::uint16_t>(const Exec&, const View<std::uint16_t>&, const Box&, int);
+#undef CUMULUS_LBM_INSTANTIATE_ALL
+#undef CUMULUS_LBM_INSTANTIATE
+}  // namespace kernels::CUMULUS_PASS
+
+}  // namespace cumulus::lbm
