@@ -176,7 +176,7 @@ int run_command(const RunOptions& o) {
   long resume_step = -1;
   double resume_time = -1;
   if (!o.restart.empty()) {
-    const StateDescription state = model->state();
+    const StateDescription state = model->state().persistent();
     for (const auto& c : candidates) {
       const std::string mismatch = checkpoint_layout_mismatch(c.path, state, world);
       if (!mismatch.empty()) throw InputError(c.path + ": incompatible with this job: " + mismatch);
@@ -243,7 +243,7 @@ int run_command(const RunOptions& o) {
     const std::string job = cfg.to_toml(), solver = cfg.get<std::string>("solver");
     w.write = [ckw, job, solver, &model, world, status](long step, double time) {
       const double t0 = wall_seconds();
-      const StateDescription state = model->state();
+      const StateDescription state = model->state().persistent();
       CheckpointMeta meta;
       meta.solver = solver;
       meta.step = step;

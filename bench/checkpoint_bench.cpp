@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
     const SolverEntry* e = reg.find("heat");
     e->check(cfg, comm.size());
     auto model = e->create(cfg, Context{comm, Exec::host(), dir});
-    const StateDescription state = model->state();
+    const StateDescription state = model->state().persistent();
     std::size_t bytes = 0;
     for (const auto& a : state.arrays) bytes += static_cast<std::size_t>(a.global_box.volume()) * a.ncomp * dtype_size(a.dtype);
     const double mb = bytes / 1e6;

@@ -13,7 +13,7 @@
 
 namespace cumulus {
 
-CUMULUS_HD inline std::uint32_t float_bits(float f) {
+CUMULUS_HD CUMULUS_INLINE std::uint32_t float_bits(float f) {
 #if defined(__CUDA_ARCH__)
   return static_cast<std::uint32_t>(__float_as_uint(f));
 #else
@@ -23,7 +23,7 @@ CUMULUS_HD inline std::uint32_t float_bits(float f) {
 #endif
 }
 
-CUMULUS_HD inline float bits_float(std::uint32_t u) {
+CUMULUS_HD CUMULUS_INLINE float bits_float(std::uint32_t u) {
 #if defined(__CUDA_ARCH__)
   return __uint_as_float(u);
 #else
@@ -33,43 +33,41 @@ CUMULUS_HD inline float bits_float(std::uint32_t u) {
 #endif
 }
 
-CUMULUS_HD inline std::uint16_t float_to_half(float f) {
+// The host paths are branch-free (every case computed, one selected), so that loops over
+// populations vectorise. Subnormals are rounded by the FPU itself: |f| + 0.5 lands on the 2^-24
+// grid of half subnormals with round-to-nearest-even, and the bits above 0.5 count the steps.
+CUMULUS_HD CUMULUS_INLINE std::uint16_t float_to_half(float f) {
 #if defined(__CUDA_ARCH__)
   if (f != f) return 0x7fff;
   return __half_as_ushort(__float2half_rn(f));
 #else
-  std::uint32_t x = float_bits(f);
-  const std::uint32_t sign = (x >> 16) & 0x8000u;
-  x &= 0x7fffffffu;
-  if (x > 0x7f800000u) return 0x7fff;                                    // NaN
-  if (x >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // >= 65520 rounds to infinity
-  if (x < 0x38800000u) {                                                  // below 2^-14: a half subnormal or zero
-    if (x < 0x33000000u) return static_cast<std::uint16_t>(sign);         // below 2^-25 (a tie at 2^-25 goes to 0)
-    const std::uint32_t e = x >> 23, m = (x & 0x7fffffu) | 0x800000u;
-    const std::uint32_t shift = 126u - e;  // half subnormal = m * 2^(e - 150 + 24)
-    std::uint32_t h = m >> shift;
-    const std::uint32_t rem = m & ((1u << shift) - 1u), halfway = 1u << (shift - 1u);
-    if (rem > halfway || (rem == halfway && (h & 1u))) ++h;
-    return static_cast<std::uint16_t>(sign | h);
-  }
-  std::uint32_t h = (x - 0x38000000u) >> 13;  // rebias the exponent from 127 to 15
-  const std::uint32_t rem = x & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // a carry rounds into the next binade
-  return static_cast<std::uint16_t>(sign | h);
+  const std::uint32_t u = float_bits(f);
+  const std::uint32_t sign = (u >> 16) & 0x8000u;
+  const std::uint32_t x = u & 0x7fffffffu;
+  const std::uint32_t sub = float_bits(bits_float(x) + 0.5f) - 0x3f000000u;  // |f| < 2^-14
+  // Normal: rebias the exponent (127 -> 15) and round the 13 dropped bits to nearest even; a carry
+  // moves into the next binade, and from 65504 up to infinity.
+  const std::uint32_t norm = (x + 0xc8000fffu + ((x >> 13) & 1u)) >> 13;
+  std::uint32_t h = x < 0x38800000u ? sub : norm;
+  h = x >= 0x47800000u ? 0x7c00u : h;  // 65536 and up: infinity
+  h |= sign;
+  h = x > 0x7f800000u ? 0x7fffu : h;  // NaN
+  return static_cast<std::uint16_t>(h);
 #endif
 }
 
-CUMULUS_HD inline float half_to_float(std::uint16_t h) {
+CUMULUS_HD CUMULUS_INLINE float half_to_float(std::uint16_t h) {
 #if defined(__CUDA_ARCH__)
   return __half2float(__ushort_as_half(h));
 #else
-  const std::uint32_t s = static_cast<std::uint32_t>(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-  if (e == 0) {
-    const float v = static_cast<float>(m) * 5.9604644775390625e-8f;  // m * 2^-24, exact
-    return s ? -v : v;
-  }
-  if (e == 31) return bits_float(s | 0x7f800000u | (m << 13));
-  return bits_float(s | ((e + 112u) << 23) | (m << 13));
+  const std::uint32_t em = static_cast<std::uint32_t>(h & 0x7fffu) << 13;  // exponent and mantissa in place
+  const std::uint32_t e = em & 0x0f800000u;
+  const std::uint32_t normal = em + 0x38000000u;                                // rebias 15 -> 127
+  const std::uint32_t special = em + 0x70000000u;                               // infinity and NaN
+  const std::uint32_t sub = float_bits(bits_float(em + 0x38800000u) - 6.103515625e-05f);  // m 2^-24, exact
+  std::uint32_t o = e == 0x0f800000u ? special : (e == 0 ? sub : normal);
+  o |= static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  return bits_float(o);
 #endif
 }
 

@@ -8,3 +8,11 @@
 #define CUMULUS_HD
 #define CUMULUS_COMPILING_CUDA 0
 #endif
+
+// For the helpers of a kernel body (collision operators, storage conversions): inlined into the
+// loop, or the host compiler calls them once per cell and cannot vectorise the loop.
+#if defined(__CUDACC__)
+#define CUMULUS_INLINE __forceinline__
+#else
+#define CUMULUS_INLINE inline __attribute__((always_inline))
+#endif

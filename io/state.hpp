@@ -48,6 +48,16 @@ struct StateDescription {
   GridGeometry geometry;
   std::vector<GridArray> arrays;
   std::vector<std::int64_t> decomposition;  // ranks along x, y, z (recorded in checkpoints)
+
+  // The part checkpoints hold and restarts restore: the arrays marked in_checkpoint (derived output
+  // fields such as a velocity computed from populations are left out).
+  StateDescription persistent() const {
+    StateDescription p = *this;
+    p.arrays.clear();
+    for (const GridArray& a : arrays)
+      if (a.in_checkpoint) p.arrays.push_back(a);
+    return p;
+  }
 };
 
 }  // namespace cumulus

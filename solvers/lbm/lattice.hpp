@@ -10,12 +10,12 @@
 namespace cumulus::lbm {
 
 template <int N, class F, int... I>
-CUMULUS_HD inline void static_for_impl(F&& f, std::integer_sequence<int, I...>) {
+CUMULUS_HD CUMULUS_INLINE void static_for_impl(F&& f, std::integer_sequence<int, I...>) {
   (f(std::integral_constant<int, I>{}), ...);
 }
 // Calls f(std::integral_constant<int, q>) for q = 0 .. N-1: a loop the compiler cannot leave rolled.
 template <int N, class F>
-CUMULUS_HD inline void static_for(F&& f) {
+CUMULUS_HD CUMULUS_INLINE void static_for(F&& f) {
   static_for_impl<N>(f, std::make_integer_sequence<int, N>{});
 }
 

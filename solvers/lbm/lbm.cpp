@@ -185,7 +185,7 @@ Setup make_setup(const Config& cfg) {
   // BGK loses stability as tau approaches 1/2 sooner than TRT does; Smagorinsky raises the local tau.
   const double tau_min = p.smagorinsky > 0 ? 0.5 : (s.collision == "bgk" ? 0.51 : 0.5005);
   if (!(s.tau > tau_min)) {
-    cfg.fail(tau_key > 0 ? "lbm.tau" : "lbm.viscosity",
+    cfg.fail(tau_key > 0 ? "lbm.tau" : (nu > 0 ? "lbm.viscosity" : "lbm.reynolds"),
              strprintf("the relaxation time tau = 3 nu dt / dx^2 + 1/2 = %.6g is unstable for %s%s (needs tau > %g): "
                        "nu_lattice = %.3g; raise lbm.lattice_velocity or lbm.cells%s",
                        s.tau, s.collision == "bgk" ? "BGK" : "TRT", p.smagorinsky > 0 ? " with Smagorinsky" : "", tau_min,
@@ -221,7 +221,7 @@ Setup make_setup(const Config& cfg) {
       cfg.fail(prkey, strprintf("is used by outlet faces only; %s is %s", kFaces[f], kind.c_str()));
     if (uses_velocity) {
       if (static_cast<int>(vel.size()) != nd)
-        cfg.fail(vkey, strprintf("a %s face needs its velocity: %d numbers in m/s", kind.c_str(), nd));
+        cfg.fail(vkey, strprintf("%s %s face needs its velocity: %d numbers in m/s", fs.kind == 3 ? "an" : "a", kind.c_str(), nd));
       double speed2 = 0;
       for (int a = 0; a < nd; ++a) {
         fs.u[a] = vel[a] / V;

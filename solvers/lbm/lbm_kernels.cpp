@@ -22,7 +22,7 @@ namespace {
 
 // Shifted equilibrium feq_q - w_q for density 1 + drho and velocity u (second order in u).
 template <class L, class R, int q>
-CUMULUS_HD inline R feq_shifted(R drho, R rho, R ux, R uy, R uz, R uu) {
+CUMULUS_HD CUMULUS_INLINE R feq_shifted(R drho, R rho, R ux, R uy, R uz, R uu) {
   constexpr R w = static_cast<R>(L::w(q));
   constexpr int cx = L::c(q, 0), cy = L::c(q, 1), cz = L::c(q, 2);
   const R cu = R(cx) * ux + R(cy) * uy + R(cz) * uz;
@@ -31,7 +31,7 @@ CUMULUS_HD inline R feq_shifted(R drho, R rho, R ux, R uy, R uz, R uu) {
 
 // Density deviation, momentum and (optionally) the non-equilibrium second moment of shifted f.
 template <class L, class R>
-CUMULUS_HD inline void moments(const R (&f)[L::Q], R& drho, R& jx, R& jy, R& jz) {
+CUMULUS_HD CUMULUS_INLINE void moments(const R (&f)[L::Q], R& drho, R& jx, R& jy, R& jz) {
   drho = R(0);
   jx = R(0);
   jy = R(0);
@@ -50,7 +50,7 @@ CUMULUS_HD inline void moments(const R (&f)[L::Q], R& drho, R& jx, R& jy, R& jz)
 
 // Pi_neq = sum_q c c (f - feq): xx, yy, zz, xy, xz, yz.
 template <class L, class R>
-CUMULUS_HD inline void pi_neq(const R (&f)[L::Q], R drho, R rho, R ux, R uy, R uz, R (&pi)[6]) {
+CUMULUS_HD CUMULUS_INLINE void pi_neq(const R (&f)[L::Q], R drho, R rho, R ux, R uy, R uz, R (&pi)[6]) {
   const R uu = ux * ux + uy * uy + uz * uz;
   for (int a = 0; a < 6; ++a) pi[a] = R(0);
   static_for<L::Q>([&](auto q) {
@@ -67,7 +67,7 @@ CUMULUS_HD inline void pi_neq(const R (&f)[L::Q], R drho, R rho, R ux, R uy, R u
 
 // The regularised non-equilibrium part of direction q: w_q / (2 cs^4) (c c - cs^2 I) : Pi.
 template <class L, class R, int q>
-CUMULUS_HD inline R neq_regularized(const R (&pi)[6]) {
+CUMULUS_HD CUMULUS_INLINE R neq_regularized(const R (&pi)[6]) {
   constexpr R w = static_cast<R>(L::w(q));
   constexpr int cx = L::c(q, 0), cy = L::c(q, 1), cz = L::c(q, 2);
   constexpr R third = R(1) / R(3);
@@ -77,9 +77,10 @@ CUMULUS_HD inline R neq_regularized(const R (&pi)[6]) {
 }
 
 // BGK or TRT collision with Guo forcing and an optional Smagorinsky eddy viscosity, in place on
-// shifted populations. BGK is TRT with omega_minus = omega.
-template <class L, class R>
-CUMULUS_HD inline void collide(R (&f)[L::Q], const StepParams& p) {
+// shifted populations. BGK is TRT with omega_minus = omega. Smagorinsky is a compile-time switch:
+// a branch inside the loop body would keep the host compiler from vectorising the fast path.
+template <class L, class R, bool Smagorinsky>
+CUMULUS_HD CUMULUS_INLINE void collide(R (&f)[L::Q], const StepParams& p) {
   R drho, jx, jy, jz;
   moments<L, R>(f, drho, jx, jy, jz);
   const R rho = R(1) + drho;
@@ -88,7 +89,7 @@ CUMULUS_HD inline void collide(R (&f)[L::Q], const StepParams& p) {
   const R ux = (jx + R(0.5) * fx) * inv, uy = (jy + R(0.5) * fy) * inv, uz = (jz + R(0.5) * fz) * inv;
   const R uu = ux * ux + uy * uy + uz * uz;
   R om = R(p.omega), omm = R(p.omega_minus);
-  if (p.smagorinsky > 0) {
+  if (Smagorinsky && p.smagorinsky > 0) {
     // tau_eff solves tau^2 - tau0 tau - (9 sqrt2 / 2) C^2 |Pi_neq| / rho = 0 (Hou et al. 1996).
     R pi[6];
     pi_neq<L, R>(f, drho, rho, ux, uy, uz, pi);
@@ -125,20 +126,34 @@ CUMULUS_HD inline void collide(R (&f)[L::Q], const StepParams& p) {
 
 }  // namespace
 
-template <class L, class S>
-void stream_collide(const Exec& ex, const View<S>& src, const View<S>& dst, const Box& box, const StepParams& p) {
-  using St = Storage<S>;
-  using R = typename St::R;
-  const StepParams pp = p;
-  for_each(ex, "lbm.stream_collide", box, [=] CUMULUS_HD(int i, int j, int k) {
+// A functor rather than a lambda: its call operator can be forced inline, and the host compiler
+// then vectorises the loop over i (a lambda this large it calls once per cell).
+template <class L, class S, bool Smagorinsky>
+struct StreamCollide {
+  View<S> src, dst;
+  StepParams p;
+  CUMULUS_HD CUMULUS_INLINE void operator()(int i, int j, int k) const {
+    using St = Storage<S>;
+    using R = typename St::R;
     R f[L::Q];
     static_for<L::Q>([&](auto q) {
       constexpr int cx = L::c(q, 0), cy = L::c(q, 1), cz = L::c(q, 2);
       f[q] = St::load(src(i - cx, j - cy, k - cz, q));
     });
-    collide<L, R>(f, pp);
+    collide<L, R, Smagorinsky>(f, p);
     static_for<L::Q>([&](auto q) { dst(i, j, k, q) = St::store(f[q]); });
-  });
+  }
+};
+
+template <class L, class S, bool Smagorinsky>
+void stream_collide_as(const Exec& ex, const View<S>& src, const View<S>& dst, const Box& box, const StepParams& p) {
+  for_each(ex, "lbm.stream_collide", box, StreamCollide<L, S, Smagorinsky>{src, dst, p});
+}
+
+template <class L, class S>
+void stream_collide(const Exec& ex, const View<S>& src, const View<S>& dst, const Box& box, const StepParams& p) {
+  if (p.smagorinsky > 0) stream_collide_as<L, S, true>(ex, src, dst, box, p);
+  else stream_collide_as<L, S, false>(ex, src, dst, box, p);
 }
 
 template <class L, class S>
@@ -211,7 +226,7 @@ void boundary_cells(const Exec& ex, const View<S>& src, const View<S>& dst, cons
         f[q] = feq_shifted<L, R, q>(bdrho, R(1) + bdrho, bux, buy, buz, buu) + neq_regularized<L, R, q>(opi);
       }
     });
-    collide<L, R>(f, pp);
+    collide<L, R, true>(f, pp);
     static_for<L::Q>([&](auto q) { dst(i, j, k, q) = St::store(f[q]); });
   });
 }
@@ -257,13 +272,12 @@ Vec3 obstacle_force(const Exec& ex, const View<S>& fv, const View<std::uint8_t>&
                   if (cell_type(flags(i, j, k)) != kFluid) return F;
                   static_for<L::Q>([&](auto q) {
                     constexpr int cx = L::c(q, 0), cy = L::c(q, 1), cz = L::c(q, 2);
-                    if constexpr (q != 0) {
-                      if (cell_type(flags(i + cx, j + cy, k + cz)) == type) {
-                        const double m = 2.0 * (static_cast<double>(St::load(fv(i, j, k, q))) + L::w(q));
-                        F.x += cx * m;
-                        F.y += cy * m;
-                        F.z += cz * m;
-                      }
+                    // (q = 0 points at the fluid cell itself, never at an obstacle.)
+                    if (cell_type(flags(i + cx, j + cy, k + cz)) == type) {
+                      const double m = 2.0 * (static_cast<double>(St::load(fv(i, j, k, q))) + L::w(q));
+                      F.x += cx * m;
+                      F.y += cy * m;
+                      F.z += cz * m;
                     }
                   });
                   return F;

@@ -57,20 +57,20 @@ struct Storage;
 template <>
 struct Storage<double> {
   using R = double;
-  CUMULUS_HD static R load(double v) { return v; }
-  CUMULUS_HD static double store(R v) { return v; }
+  CUMULUS_HD CUMULUS_INLINE static R load(double v) { return v; }
+  CUMULUS_HD CUMULUS_INLINE static double store(R v) { return v; }
 };
 template <>
 struct Storage<float> {
   using R = float;
-  CUMULUS_HD static R load(float v) { return v; }
-  CUMULUS_HD static float store(R v) { return v; }
+  CUMULUS_HD CUMULUS_INLINE static R load(float v) { return v; }
+  CUMULUS_HD CUMULUS_INLINE static float store(R v) { return v; }
 };
 template <>
 struct Storage<std::uint16_t> {
   using R = float;
-  CUMULUS_HD static R load(std::uint16_t v) { return half_to_float(v) * 3.0517578125e-05f; }  // 2^-15
-  CUMULUS_HD static std::uint16_t store(R v) { return float_to_half(v * 32768.0f); }
+  CUMULUS_HD CUMULUS_INLINE static R load(std::uint16_t v) { return half_to_float(v) * 3.0517578125e-05f; }  // 2^-15
+  CUMULUS_HD CUMULUS_INLINE static std::uint16_t store(R v) { return float_to_half(v * 32768.0f); }
 };
 
 struct Vec3 {
