@@ -655,15 +655,20 @@ class LbmModel : public Model {
     for (int k = box_.lo[2]; k < box_.hi[2]; ++k)
       for (int j = box_.lo[1]; j < box_.hi[1]; ++j)
         for (int i = box_.lo[0]; i < box_.hi[0]; ++i) {
-          bool boundary = at(i, j, k) != kFluid;
-          for (int q = 1; q < L::Q && !boundary; ++q)
-            boundary = at(i - L::c(q, 0), j - L::c(q, 1), k - L::c(q, 2)) != kFluid;
+          bool boundary = at(i, j, k) != kFluid, open = false;
+          for (int q = 1; q < L::Q; ++q) {
+            const int t = cell_type(at(i - L::c(q, 0), j - L::c(q, 1), k - L::c(q, 2)));
+            boundary = boundary || t != kFluid;
+            open = open || (t >= kInlet && t < kObstacle);
+          }
           if (!boundary) continue;
           list.push_back(static_cast<std::int32_t>((k - box_.lo[2]) * ni * nj + (j - box_.lo[1]) * ni + (i - box_.lo[0])));
+          near[list.size() - 1] = open ? kOpen : 0;
         }
-    for (std::int32_t c : list) {
+    for (std::size_t n = 0; n < list.size(); ++n) {
+      const std::int32_t c = list[n];
       const int i = box_.lo[0] + c % ni, j = box_.lo[1] + (c / ni) % nj, k = box_.lo[2] + c / (ni * nj);
-      at(i, j, k) |= kNear;
+      at(i, j, k) |= static_cast<std::uint8_t>(kNear | near[n]);
     }
     flags_.buffer().from_host(ex, t);
     nlist_ = static_cast<std::int64_t>(list.size());
@@ -672,7 +677,6 @@ class LbmModel : public Model {
       list.resize(list_.size());
       list_.from_host(ex, list);
     }
-    fluid_cells_ = ctx_.comm.sum(static_cast<std::int64_t>(std::count_if(t.begin(), t.end(), [](std::uint8_t v) { return v == kFluid; })));
   }
 
   // The analytic velocity (lattice units) at cell (i, j, k) after `steps` steps, for the cases that have one.
@@ -765,7 +769,7 @@ class LbmModel : public Model {
   Field<S> f_, g_;
   Field<std::uint8_t> flags_;
   Buffer<std::int32_t> list_;
-  std::int64_t nlist_ = 0, fluid_cells_ = 0;
+  std::int64_t nlist_ = 0;
   std::unique_ptr<HaloExchange> halo_, macro_halo_;
   Field<double> macro_, vort_;
   long steps_ = 0, macro_step_ = -1;

@@ -20,6 +20,11 @@ namespace cumulus::lbm {
 namespace kernels::CUMULUS_PASS {
 namespace {
 
+// A list of n cells as a 2D box of rows of 1024 (the host loop parallelises over rows; a 1 x n
+// box would run on one thread). The body maps (i, j) back to j * 1024 + i and skips i >= n.
+constexpr int kListRow = 1024;
+inline Box list_box(std::int64_t n) { return Box(0, 0, 0, kListRow, static_cast<int>((n + kListRow - 1) / kListRow), 1); }
+
 // Shifted equilibrium feq_q - w_q for density 1 + drho and velocity u (second order in u).
 template <class L, class R, int q>
 CUMULUS_HD CUMULUS_INLINE R feq_shifted(R drho, R rho, R ux, R uy, R uz, R uu) {
@@ -164,7 +169,9 @@ void boundary_cells(const Exec& ex, const View<S>& src, const View<S>& dst, cons
   const StepParams pp = p;
   const int lo0 = interior.lo[0], lo1 = interior.lo[1], lo2 = interior.lo[2];
   const int ni = interior.size(0), nj = interior.size(1);
-  for_each(ex, "lbm.boundary", Box(0, 0, 0, static_cast<int>(n), 1, 1), [=] CUMULUS_HD(int idx, int, int) {
+  for_each(ex, "lbm.boundary", list_box(n), [=] CUMULUS_HD(int li, int lj, int) {
+    const std::int64_t idx = static_cast<std::int64_t>(lj) * kListRow + li;
+    if (idx >= n) return;
     const std::int32_t c = list[idx];
     const int i = lo0 + c % ni, j = lo1 + (c / ni) % nj, k = lo2 + c / (ni * nj);
     if (cell_type(flags(i, j, k)) != kFluid) {  // solid cells rest at density 1
@@ -174,12 +181,18 @@ void boundary_cells(const Exec& ex, const View<S>& src, const View<S>& dst, cons
     // This cell's post-collision state: bounce-back returns it, open boundaries extrapolate it.
     R own[L::Q];
     static_for<L::Q>([&](auto q) { own[q] = St::load(src(i, j, k, q)); });
-    R odrho, ojx, ojy, ojz;
-    moments<L, R>(own, odrho, ojx, ojy, ojz);
-    const R orho = R(1) + odrho;
-    const R oux = ojx / orho, ouy = ojy / orho, ouz = ojz / orho;
-    R opi[6];
-    pi_neq<L, R>(own, odrho, orho, oux, ouy, ouz, opi);
+    // Moments and the non-equilibrium stress only where an inlet or outlet needs them.
+    R odrho = R(0), oux = R(0), ouy = R(0), ouz = R(0);
+    R opi[6] = {R(0), R(0), R(0), R(0), R(0), R(0)};
+    if (flags(i, j, k) & kOpen) {
+      R ojx, ojy, ojz;
+      moments<L, R>(own, odrho, ojx, ojy, ojz);
+      const R orho = R(1) + odrho;
+      oux = ojx / orho;
+      ouy = ojy / orho;
+      ouz = ojz / orho;
+      pi_neq<L, R>(own, odrho, orho, oux, ouy, ouz, opi);
+    }
 
     R f[L::Q];
     static_for<L::Q>([&](auto q) {
@@ -264,9 +277,11 @@ Vec3 obstacle_force(const Exec& ex, const View<S>& fv, const View<std::uint8_t>&
   const int ni = interior.size(0), nj = interior.size(1);
   // Momentum exchange on every fluid-to-obstacle link: the population that goes in comes back
   // reversed, handing the body 2 c_q f*_q (f* post-collision, as stored).
-  return reduce(ex, "lbm.forces", Box(0, 0, 0, static_cast<int>(n), 1, 1), Vec3{}, SumOp{},
-                [=] CUMULUS_HD(int idx, int, int) {
+  return reduce(ex, "lbm.forces", list_box(n), Vec3{}, SumOp{},
+                [=] CUMULUS_HD(int li, int lj, int) {
                   Vec3 F;
+                  const std::int64_t idx = static_cast<std::int64_t>(lj) * kListRow + li;
+                  if (idx >= n) return F;
                   const std::int32_t c = list[idx];
                   const int i = lo0 + c % ni, j = lo1 + (c / ni) % nj, k = lo2 + c / (ni * nj);
                   if (cell_type(flags(i, j, k)) != kFluid) return F;

@@ -15,7 +15,7 @@
 
 namespace cumulus::lbm {
 
-// Cell types (the low 7 bits of a flag byte). Faces are numbered 2 * axis + side (side 1: high).
+// Cell types (the low 6 bits of a flag byte). Faces are numbered 2 * axis + side (side 1: high).
 enum CellType : std::uint8_t {
   kFluid = 0,
   kWall = 1,          // resting wall (halfway bounce-back)
@@ -23,11 +23,13 @@ enum CellType : std::uint8_t {
   kInlet = 8,         // 8 + face: velocity inlet ghost
   kOutlet = 14,       // 14 + face: pressure outlet ghost
   kObstacle = 32,     // 32 + k: resting obstacle k (forces are summed per obstacle)
+  kObstacleEnd = 64,
 };
 constexpr std::uint8_t kNear = 0x80;  // a cell whose update needs boundary handling
-constexpr int kMaxObstacles = 95;
+constexpr std::uint8_t kOpen = 0x40;  // ... and draws from an inlet or outlet (needs its own moments)
+constexpr int kMaxObstacles = kObstacleEnd - kObstacle;
 
-CUMULUS_HD inline int cell_type(std::uint8_t flag) { return flag & 0x7f; }
+CUMULUS_HD inline int cell_type(std::uint8_t flag) { return flag & 0x3f; }
 CUMULUS_HD inline bool is_solid(int t) { return t == kWall || (t >= kMovingWall && t < kInlet) || t >= kObstacle; }
 
 // What a face of the domain does, in lattice units.
