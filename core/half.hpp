@@ -3,6 +3,7 @@
 // fp16 storage keeps host and device runs bit-identical. Round to nearest, ties to even, with
 // subnormals; NaN becomes the canonical 0x7fff on both.
 #include <cstdint>
+#include <bit>
 #include <cstring>
 
 #include "core/macros.hpp"
@@ -17,9 +18,7 @@ CUMULUS_HD CUMULUS_INLINE std::uint32_t float_bits(float f) {
 #if defined(__CUDA_ARCH__)
   return static_cast<std::uint32_t>(__float_as_uint(f));
 #else
-  std::uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
+  return std::bit_cast<std::uint32_t>(f);
 #endif
 }
 
@@ -27,9 +26,7 @@ CUMULUS_HD CUMULUS_INLINE float bits_float(std::uint32_t u) {
 #if defined(__CUDA_ARCH__)
   return __uint_as_float(u);
 #else
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
+  return std::bit_cast<float>(u);
 #endif
 }
 
