@@ -480,6 +480,9 @@ int dispatch(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   MpiSession mpi(&argc, &argv);
+  // At once: a scheduler's early warning (Slurm may send USR1 up to 30 s before the requested
+  // margin) can arrive while a large restart is still being read; it must stop the run, not kill it.
+  install_stop_signal_handlers();
   const Comm world = Comm::world();
   Log::instance().set_rank(world.rank());
   int code = 0;

@@ -484,7 +484,7 @@ class LbmModel : public Model {
       sc(ex, f_.view(), g_.view(), box_, s_.params);
     }
     if (nlist_ > 0)
-      CUMULUS_KERNEL(ex, kernels, boundary_cells<L, S>)(ex, f_.view(), g_.view(), flags_.view(), list_.data(), nlist_,
+      CUMULUS_KERNEL(ex, kernels, boundary_cells<L, S>)(ex, f_.view(), g_.view(), flags_.view(), list_.data(), links_.data(), nlist_,
                                                           box_, s_.params);
     f_.swap(g_);
     ++steps_;
@@ -647,6 +647,7 @@ class LbmModel : public Model {
     };
     // A cell takes the boundary path when it or any upstream neighbour is not fluid.
     std::vector<std::int32_t> list;
+    std::vector<std::uint32_t> links;
     std::vector<std::uint8_t> near(t.size(), 0);
     const int ni = box_.size(0), nj = box_.size(1);
     if (box_.volume() >= std::numeric_limits<std::int32_t>::max())
@@ -656,13 +657,17 @@ class LbmModel : public Model {
       for (int j = box_.lo[1]; j < box_.hi[1]; ++j)
         for (int i = box_.lo[0]; i < box_.hi[0]; ++i) {
           bool boundary = at(i, j, k) != kFluid, open = false;
+          std::uint32_t mask = boundary ? kGeneralPath : 0;
           for (int q = 1; q < L::Q; ++q) {
             const int t = cell_type(at(i - L::c(q, 0), j - L::c(q, 1), k - L::c(q, 2)));
             boundary = boundary || t != kFluid;
             open = open || (t >= kInlet && t < kObstacle);
+            if (t == kWall || t >= kObstacle) mask |= 1u << q;
+            else if (t != kFluid) mask |= kGeneralPath;
           }
           if (!boundary) continue;
           list.push_back(static_cast<std::int32_t>((k - box_.lo[2]) * ni * nj + (j - box_.lo[1]) * ni + (i - box_.lo[0])));
+          links.push_back(mask);
           near[list.size() - 1] = open ? kOpen : 0;
         }
     for (std::size_t n = 0; n < list.size(); ++n) {
@@ -673,9 +678,10 @@ class LbmModel : public Model {
     flags_.buffer().from_host(ex, t);
     nlist_ = static_cast<std::int64_t>(list.size());
     list_ = Buffer<std::int32_t>(ex.backend(), std::max<std::size_t>(list.size(), 1));
+    links_ = Buffer<std::uint32_t>(ex.backend(), list_.size());
     if (!list.empty()) {
-      list.resize(list_.size());
       list_.from_host(ex, list);
+      links_.from_host(ex, links);
     }
   }
 
@@ -769,6 +775,7 @@ class LbmModel : public Model {
   Field<S> f_, g_;
   Field<std::uint8_t> flags_;
   Buffer<std::int32_t> list_;
+  Buffer<std::uint32_t> links_;
   std::int64_t nlist_ = 0;
   std::unique_ptr<HaloExchange> halo_, macro_halo_;
   Field<double> macro_, vort_;

@@ -163,7 +163,8 @@ void stream_collide(const Exec& ex, const View<S>& src, const View<S>& dst, cons
 
 template <class L, class S>
 void boundary_cells(const Exec& ex, const View<S>& src, const View<S>& dst, const View<std::uint8_t>& flags,
-                    const std::int32_t* list, std::int64_t n, const Box& interior, const StepParams& p) {
+                    const std::int32_t* list, const std::uint32_t* links, std::int64_t n, const Box& interior,
+                    const StepParams& p) {
   using St = Storage<S>;
   using R = typename St::R;
   const StepParams pp = p;
@@ -174,6 +175,20 @@ void boundary_cells(const Exec& ex, const View<S>& src, const View<S>& dst, cons
     if (idx >= n) return;
     const std::int32_t c = list[idx];
     const int i = lo0 + c % ni, j = lo1 + (c / ni) % nj, k = lo2 + c / (ni * nj);
+    const std::uint32_t m = links[idx];
+    if (!(m & kGeneralPath)) {
+      // Only resting walls and obstacles upstream (most boundary cells): bounce-back by mask, no
+      // flag lookups.
+      R f[L::Q];
+      static_for<L::Q>([&](auto q) {
+        constexpr int cx = L::c(q, 0), cy = L::c(q, 1), cz = L::c(q, 2);
+        constexpr int qo = opposite(q);
+        f[q] = ((m >> q) & 1u) ? St::load(src(i, j, k, qo)) : St::load(src(i - cx, j - cy, k - cz, q));
+      });
+      collide<L, R, true>(f, pp);
+      static_for<L::Q>([&](auto q) { dst(i, j, k, q) = St::store(f[q]); });
+      return;
+    }
     if (cell_type(flags(i, j, k)) != kFluid) {  // solid cells rest at density 1
       static_for<L::Q>([&](auto q) { dst(i, j, k, q) = St::store(R(0)); });
       return;
@@ -378,7 +393,8 @@ double probe_sum(const Exec& ex, const View<double>& m, const View<std::uint8_t>
 #define CUMULUS_LBM_INSTANTIATE(L, S)                                                                              \
   template void stream_collide<L, S>(const Exec&, const View<S>&, const View<S>&, const Box&, const StepParams&); \
   template void boundary_cells<L, S>(const Exec&, const View<S>&, const View<S>&, const View<std::uint8_t>&,      \
-                                     const std::int32_t*, std::int64_t, const Box&, const StepParams&);           \
+                                     const std::int32_t*, const std::uint32_t*, std::int64_t, const Box&,         \
+                                     const StepParams&);                                                          \
   template void macroscopic<L, S>(const Exec&, const View<S>&, const View<std::uint8_t>&, const View<double>&,     \
                                   const Box&, const StepParams&);                                                 \
   template Vec3 obstacle_force<L, S>(const Exec&, const View<S>&, const View<std::uint8_t>&, const std::int32_t*, \

@@ -27,6 +27,9 @@ enum CellType : std::uint8_t {
 };
 constexpr std::uint8_t kNear = 0x80;  // a cell whose update needs boundary handling
 constexpr std::uint8_t kOpen = 0x40;  // ... and draws from an inlet or outlet (needs its own moments)
+// Per boundary cell: bit q set when direction q bounces back from a resting wall or obstacle;
+// kGeneralPath when the cell is solid or draws from a moving wall, inlet or outlet.
+constexpr std::uint32_t kGeneralPath = 1u << 31;
 constexpr int kMaxObstacles = kObstacleEnd - kObstacle;
 
 CUMULUS_HD inline int cell_type(std::uint8_t flag) { return flag & 0x3f; }
@@ -91,7 +94,8 @@ struct Totals {
   void stream_collide(const Exec& ex, const View<S>& src, const View<S>& dst, const Box& box, const StepParams& p); \
   template <class L, class S>                                                                                      \
   void boundary_cells(const Exec& ex, const View<S>& src, const View<S>& dst, const View<std::uint8_t>& flags,     \
-                      const std::int32_t* list, std::int64_t n, const Box& interior, const StepParams& p);          \
+                      const std::int32_t* list, const std::uint32_t* links, std::int64_t n, const Box& interior,  \
+                      const StepParams& p);                                                                        \
   template <class L, class S>                                                                                      \
   void macroscopic(const Exec& ex, const View<S>& f, const View<std::uint8_t>& flags, const View<double>& out,      \
                    const Box& box, const StepParams& p);                                                           \

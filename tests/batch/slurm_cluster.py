@@ -18,7 +18,9 @@ object started (by PID) are stopped, and the scratch dir is removed
 (set SLURM_CLUSTER_KEEP=1 to keep it for debugging).
 
 Requires root and the Debian packages: slurmctld slurmd slurm-client munge
-(these pull in slurm-wlm-basic-plugins, which holds mpi_pmix).
+(these pull in slurm-wlm-basic-plugins, which holds mpi_pmix) and, for
+srun --mpi=pmix, libpmix-dev (mpi_pmix loads libpmix.so); scripts/setup
+installs them.
 """
 
 import os
@@ -41,7 +43,7 @@ TERMINAL_STATES = frozenset({
 
 REQUIRED_BINARIES = ("munged", "slurmctld", "slurmd", "sbatch", "squeue",
                      "scontrol", "sinfo", "scancel", "srun")
-DEBIAN_PACKAGES = ("slurmctld", "slurmd", "slurm-client", "munge")
+DEBIAN_PACKAGES = ("slurmctld", "slurmd", "slurm-client", "munge", "libpmix-dev")
 
 
 class SlurmError(RuntimeError):
@@ -120,12 +122,19 @@ class SlurmCluster:
     extra_conf:    extra slurm.conf lines (str or list), appended.
     def_mem_per_cpu: MB per CPU for jobs without --mem (default: derived
                    from the node's memory so that several jobs can run).
+    kill_wait:     KillWait: seconds between SIGTERM and SIGKILL when Slurm
+                   ends a job (time limit, requeue, scancel).
+    cred_expire:   job credential lifetime (AuthInfo=cred_expire, at least
+                   5): a requeued job is held cred_expire + 1 s before it may
+                   start again (Slurm's default, 120 s, is too long for tests).
     keep:          keep the scratch dir (also env SLURM_CLUSTER_KEEP=1).
     """
 
     def __init__(self, start_timeout=30.0, stop_timeout=10.0, extra_conf=None,
-                 def_mem_per_cpu=None, keep=None):
+                 def_mem_per_cpu=None, kill_wait=5, cred_expire=10, keep=None):
         self.start_timeout = start_timeout
+        self.kill_wait = kill_wait
+        self.cred_expire = max(5, int(cred_expire))
         self.stop_timeout = stop_timeout
         self.extra_conf = extra_conf
         self.def_mem_per_cpu = def_mem_per_cpu
@@ -149,12 +158,16 @@ class SlurmCluster:
         """(ok, reason): whether this machine can run the cluster."""
         if os.geteuid() != 0:
             return False, "must run as root"
-        missing = [b for b in REQUIRED_BINARIES
-                   if not os.path.isabs(_which(b))]
+        missing = SlurmCluster.missing()
         if missing:
             return False, ("missing %s (apt-get install %s)"
                            % (" ".join(missing), " ".join(DEBIAN_PACKAGES)))
         return True, ""
+
+    @staticmethod
+    def missing():
+        """The Slurm/munge programs that are not installed."""
+        return [b for b in REQUIRED_BINARIES if not os.path.isabs(_which(b))]
 
     def __enter__(self):
         ok, why = self.available()
@@ -255,7 +268,8 @@ class SlurmCluster:
             "SlurmctldPort=%d" % self.ctld_port,
             "SlurmdPort=%d" % self.slurmd_port,
             "AuthType=auth/munge",
-            "AuthInfo=socket=%s" % self.munge_socket,
+            "AuthInfo=socket=%s,cred_expire=%d" % (self.munge_socket,
+                                                   self.cred_expire),
             "CredType=cred/munge",
             "SlurmUser=root",
             "SlurmdUser=root",
@@ -282,7 +296,7 @@ class SlurmCluster:
             "JobCompType=jobcomp/filetxt",
             "JobCompLoc=%s/log/jobcomp.txt" % S,
             "JobRequeue=1",
-            "KillWait=5",
+            "KillWait=%d" % self.kill_wait,
             "MinJobAge=600",
             "InactiveLimit=0",
             "FirstJobId=%d" % first_job,
@@ -440,14 +454,29 @@ class SlurmCluster:
         except (subprocess.SubprocessError, OSError):
             pass
 
-    def _step_pids(self):
-        r = self.run(["scontrol", "listpids"], check=False, timeout=10)
+    def _step_pids(self, job_id=None):
+        argv = ["scontrol", "listpids"] + ([str(job_id)] if job_id else [])
+        r = self.run(argv, check=False, timeout=10)
         pids = []
         for line in r.stdout.splitlines()[1:]:
             f = line.split()
             if f and f[0].isdigit():
                 pids.append(int(f[0]))
         return pids
+
+    def job_pids(self, job_id):
+        """PIDs of the job's processes on the node (batch script, srun,
+        tasks), from slurmd (`scontrol listpids JOBID`); [] when none."""
+        return [p for p in self._step_pids(job_id) if _pid_alive(p)]
+
+    def allocation_ended(self, job_id):
+        """True once nothing of the job runs on the node any more: Slurm
+        does not show it COMPLETING and slurmd lists no process of it."""
+        r = self.run(["squeue", "-h", "-j", str(job_id), "-o", "%T"],
+                     check=False, timeout=10)
+        if "COMPLETING" in r.stdout:
+            return False
+        return not self.job_pids(job_id)
 
     # ----------------------------------------------------------------- client
     def env(self, extra=None):
@@ -546,16 +575,29 @@ class SlurmCluster:
             time.sleep(poll)
 
     def requeue(self, job_id, release=True, timeout=30.0):
-        """`scontrol requeue JOBID`; with release, also clear the ~120 s
-        BeginTime hold (`scontrol update jobid=N StartTime=now`) once the
-        job is pending again."""
+        """`scontrol requeue JOBID`.  Slurm then holds the job (PENDING,
+        Reason=BeginTime) for cred_expire + 1 s; with release, the hold is
+        cleared (`scontrol update jobid=N StartTime=now`) as soon as that is
+        safe: the old allocation has ended (Slurm no longer shows the job
+        COMPLETING, slurmd lists none of its processes) and the clock is 2 s
+        past the requeue.  slurmd revokes the killed allocation's credential
+        with a timestamp in whole seconds and refuses a launch whose
+        credential is not newer ("Job N already killed, do not launch batch
+        job"); Slurm then ends the job FAILED with exit code 1."""
         self.run(["scontrol", "requeue", str(job_id)])
+        requeued = int(time.time())
         if not release:
             return
         deadline = time.monotonic() + timeout
         while True:
             info = self.job_info(job_id) or {}
-            if info.get("JobState") == "PENDING":
+            if info.get("JobState") != "PENDING":
+                if info.get("JobState") in TERMINAL_STATES | {"RUNNING"} \
+                        and time.time() > requeued + 2:
+                    return   # started again (or ended) by itself
+            elif (info.get("Reason") == "BeginTime"
+                  and time.time() >= requeued + 2
+                  and self.allocation_ended(job_id)):
                 r = self.run(["scontrol", "update", "jobid=%s" % job_id,
                               "StartTime=now"], check=False)
                 if r.returncode == 0:
