@@ -52,6 +52,9 @@ bool Simulation::finished() const {
   if (s_.end_step > 0 && step_ >= s_.end_step) return true;
   // Relative tolerance: the last step lands on end_time exactly, but sums of dt may round.
   if (s_.end_time > 0 && time_ >= s_.end_time * (1 - 1e-14)) return true;
+  // A model that cannot shorten its step ends at the step nearest end_time (a sum of thousands of
+  // fixed steps may round just below it).
+  if (s_.end_time > 0 && model_.fixed_dt() && time_ >= s_.end_time - 0.5 * model_.preferred_dt()) return true;
   return false;
 }
 

@@ -23,6 +23,7 @@ reynolds = 60.0
 reference_length = 0.06
 lattice_velocity = 0.05
 precision = "fp32"
+magic = 0.05
 ramp_time = 0.002
 [lbm.boundary]
 xlo = "inlet"

@@ -86,7 +86,7 @@ std::vector<unsigned char> run_lbm(const Config& cfg, const Comm& comm, const Ex
 const char* kCases[] = {
     // D2Q9 fp64 channel: parabolic inlet, outlet, walls, a cylinder, TRT + Smagorinsky, ramp.
     "[lbm]\ncells = [37, 23]\nlength = [0.37]\nvelocity = 1.0\nreynolds = 50.0\nreference_length = 0.05\n"
-    "lattice_velocity = 0.05\nprecision = \"fp64\"\nsmagorinsky = 0.15\nramp_time = 0.0004\n"
+    "lattice_velocity = 0.05\nprecision = \"fp64\"\nsmagorinsky = 0.15\nmagic = 0.05\nramp_time = 0.0004\n"
     "[lbm.boundary]\nxlo = \"inlet\"\nxlo_velocity = [1.5, 0.1]\nxlo_profile = \"parabolic\"\nxhi = \"outlet\"\n"
     "xhi_pressure = 0.01\nylo = \"wall\"\nyhi = \"wall\"\n"
     "[lbm.obstacles.c]\nshape = \"cylinder\"\ncenter = [0.1, 0.11]\nradius = 0.03\n",
@@ -97,7 +97,7 @@ const char* kCases[] = {
     "[lbm.obstacles.s]\nshape = \"sphere\"\ncenter = [0.6, 0.5, 0.45]\nradius = 0.25\n",
     // D3Q27 fp16: Taylor-Green in x-y, an inlet on zlo and outlet on zhi, a box obstacle.
     "[lbm]\nlattice = \"D3Q27\"\ncells = [12, 10, 8]\nlength = [1.2]\nvelocity = 1.0\nviscosity = 0.02\n"
-    "precision = \"fp16\"\ninitial = \"taylor_green\"\n"
+    "precision = \"fp16\"\ninitial = \"taylor_green\"\nmagic = 0.1\n"
     "[lbm.boundary]\nzlo = \"inlet\"\nzlo_velocity = [0.0, 0.0, 0.5]\nzhi = \"outlet\"\n"
     "[lbm.obstacles.b]\nshape = \"box\"\nlo = [0.2, 0.2, 0.3]\nhi = [0.5, 0.45, 0.55]\n",
 };
