@@ -53,6 +53,37 @@ struct Obstacle {
     }
     return false;  // stl: voxelized separately
   }
+  // Where the segment x + t c, t in [0, 1], first enters the body: t, or 0.5 when it is not known
+  // (STL meshes: halfway bounce-back) or not found (rounding at a grazing link).
+  double wall_fraction(const double x[3], const double c[3], int ndim) const {
+    double t = -1;
+    if (shape == "sphere" || shape == "cylinder") {
+      double a = 0, b = 0, cc = -radius * radius;
+      for (int d = 0; d < ndim; ++d) {
+        if (shape == "cylinder" && ndim == 3 && d == axis) continue;
+        const double r = x[d] - center[d];
+        a += c[d] * c[d];
+        b += 2 * r * c[d];
+        cc += r * r;
+      }
+      const double disc = b * b - 4 * a * cc;
+      if (a > 0 && disc >= 0) t = (-b - std::sqrt(disc)) / (2 * a);
+    } else if (shape == "box") {
+      double t0 = 0, t1 = 1;
+      for (int d = 0; d < ndim; ++d) {
+        if (c[d] == 0) {
+          if (x[d] < lo[d] || x[d] > hi[d]) t0 = 2;
+          continue;
+        }
+        double ta = (lo[d] - x[d]) / c[d], tb = (hi[d] - x[d]) / c[d];
+        if (ta > tb) std::swap(ta, tb);
+        t0 = std::max(t0, ta);
+        t1 = std::min(t1, tb);
+      }
+      if (t0 <= t1) t = t0;
+    }
+    return (t > 1e-3 && t <= 1.0) ? t : 0.5;
+  }
 };
 
 struct Probe {
@@ -78,6 +109,7 @@ struct Setup {
   std::vector<Probe> probes;
   double max_speed = 0;  // largest lattice speed the set-up imposes
   double ramp_time = 0;  // s
+  bool interpolated_walls = true;  // Bouzidi bounce-back on sphere, cylinder and box obstacles
   double V() const { return dx / dt; }
   double pressure_scale() const { return rho_phys * V() * V() / 3.0; }  // p = (rho_lat - 1) * this
   // Force per unit lattice force: rho V^2 dx^2 (3D), per unit depth rho V^2 dx (2D).
@@ -257,6 +289,7 @@ Setup make_setup(const Config& cfg) {
   }
 
   s.ramp_time = cfg.get<double>("lbm.ramp_time");
+  s.interpolated_walls = cfg.get<std::string>("lbm.obstacle_walls") == "interpolated";
 
   // Initial state.
   const auto iu = cfg.get<std::vector<double>>("lbm.initial_velocity");
@@ -500,7 +533,7 @@ class LbmModel : public Model {
       sc(ex, f_.view(), g_.view(), box_, s_.params);
     }
     if (nlist_ > 0)
-      CUMULUS_KERNEL(ex, kernels, boundary_cells<L, S>)(ex, f_.view(), g_.view(), flags_.view(), list_.data(), links_.data(), nlist_,
+      CUMULUS_KERNEL(ex, kernels, boundary_cells<L, S>)(ex, f_.view(), g_.view(), flags_.view(), list_.data(), links_.data(), delta_.data(), nlist_,
                                                           box_, s_.params);
     f_.swap(g_);
     ++steps_;
@@ -530,7 +563,7 @@ class LbmModel : public Model {
     const double fs = s_.force_scale();
     const double coef = 2.0 / (s_.u_ref * s_.u_ref * (s_.ndim == 3 ? s_.Aref : s_.Lref) / (s_.ndim == 3 ? s_.dx * s_.dx : s_.dx));
     for (std::size_t n = 0; n < s_.obstacles.size(); ++n) {
-      const Vec3 F = CUMULUS_KERNEL(ex, kernels, obstacle_force<L, S>)(ex, f_.view(), flags_.view(), list_.data(), nlist_,
+      const Vec3 F = CUMULUS_KERNEL(ex, kernels, obstacle_force<L, S>)(ex, f_.view(), flags_.view(), list_.data(), delta_.data(), nlist_,
                                                                          box_, kObstacle + static_cast<int>(n));
       const double F3[3] = {c.sum(F.x), c.sum(F.y), c.sum(F.z)};
       const std::string& name = s_.obstacles[n].name;
@@ -664,6 +697,7 @@ class LbmModel : public Model {
     // A cell takes the boundary path when it or any upstream neighbour is not fluid.
     std::vector<std::int32_t> list;
     std::vector<std::uint32_t> links;
+    std::vector<float> delta;
     std::vector<std::uint8_t> near(t.size(), 0);
     const int ni = box_.size(0), nj = box_.size(1);
     if (box_.volume() >= std::numeric_limits<std::int32_t>::max())
@@ -684,6 +718,23 @@ class LbmModel : public Model {
           if (!boundary) continue;
           list.push_back(static_cast<std::int32_t>((k - box_.lo[2]) * ni * nj + (j - box_.lo[1]) * ni + (i - box_.lo[0])));
           links.push_back(mask);
+          // Wall fractions of the links into obstacles (pull direction q: the wall lies towards -c_q).
+          for (int q = 0; q < L::Q; ++q) {
+            float d = 0.5f;
+            const int t = cell_type(at(i - L::c(q, 0), j - L::c(q, 1), k - L::c(q, 2)));
+            if (s_.interpolated_walls && q > 0 && t >= kObstacle && cell_type(at(i, j, k)) == kFluid) {
+              const double x[3] = {(i + 0.5) * s_.dx, (j + 0.5) * s_.dx, (k + 0.5) * s_.dx};
+              const double c[3] = {-L::c(q, 0) * s_.dx, -L::c(q, 1) * s_.dx, -L::c(q, 2) * s_.dx};
+              double xw[3] = {x[0], x[1], x[2]};
+              // Periodic axes: the obstacle is placed in [0, L); unwrap the cell next to it.
+              for (int a = 0; a < s_.ndim; ++a)
+                if (s_.periodic[a]) xw[a] = x[a] - std::floor(x[a] / s_.length[a]) * s_.length[a];
+              d = static_cast<float>(s_.obstacles[t - kObstacle].wall_fraction(xw, c, s_.ndim));
+              // Below 1/2 the rule reads the next cell away from the wall: it must be fluid.
+              if (d < 0.5f && cell_type(at(i + L::c(q, 0), j + L::c(q, 1), k + L::c(q, 2))) != kFluid) d = 0.5f;
+            }
+            delta.push_back(d);
+          }
           near[list.size() - 1] = open ? kOpen : 0;
         }
     for (std::size_t n = 0; n < list.size(); ++n) {
@@ -695,9 +746,11 @@ class LbmModel : public Model {
     nlist_ = static_cast<std::int64_t>(list.size());
     list_ = Buffer<std::int32_t>(ex.backend(), std::max<std::size_t>(list.size(), 1));
     links_ = Buffer<std::uint32_t>(ex.backend(), list_.size());
+    delta_ = Buffer<float>(ex.backend(), list_.size() * L::Q);
     if (!list.empty()) {
       list_.from_host(ex, list);
       links_.from_host(ex, links);
+      delta_.from_host(ex, delta);
     }
   }
 
@@ -792,6 +845,7 @@ class LbmModel : public Model {
   Field<std::uint8_t> flags_;
   Buffer<std::int32_t> list_;
   Buffer<std::uint32_t> links_;
+  Buffer<float> delta_;  // per boundary cell and direction: where the wall cuts the link
   std::int64_t nlist_ = 0;
   std::unique_ptr<HaloExchange> halo_, macro_halo_;
   Field<double> macro_, vort_;
@@ -860,6 +914,11 @@ void declare_keys(Schema& s) {
       .def(std::vector<double>{})
       .length(0, 3)
       .unit("m/s^2");
+  s.key("lbm.obstacle_walls", ValueType::string,
+        "Obstacle surfaces: interpolated (linear interpolated bounce-back at the exact surface of spheres, "
+        "cylinders and boxes; second order) or staircase (halfway bounce-back on the cell faces). STL: staircase")
+      .def(std::string("interpolated"))
+      .one_of({"interpolated", "staircase"});
   s.key("lbm.ramp_time", ValueType::real,
         "Inlet and moving-wall velocities rise as (1 - cos(pi t / T)) / 2 over this time (0: at once)")
       .def(0.0)

@@ -129,6 +129,23 @@ CUMULUS_HD CUMULUS_INLINE void collide(R (&f)[L::Q], const StepParams& p) {
   });
 }
 
+// The population arriving at (i, j, k) in pull direction p from a resting solid upstream: the wall
+// cuts the link towards it (direction w = -c_p) at fraction d of its length. d = 1/2 is halfway
+// bounce-back; otherwise linear interpolated bounce-back (Bouzidi, Firdaouss & Lallemand 2001),
+// which keeps curved walls second order. Coefficients sum to 1, so shifted storage needs nothing.
+template <class L, class S, int p>
+CUMULUS_HD CUMULUS_INLINE typename Storage<S>::R bounce(const View<S>& src, int i, int j, int k, float d) {
+  using St = Storage<S>;
+  using R = typename St::R;
+  constexpr int w = opposite(p);
+  constexpr int cx = L::c(p, 0), cy = L::c(p, 1), cz = L::c(p, 2);
+  const R a = St::load(src(i, j, k, w));
+  if (d == 0.5f) return a;
+  const R dd = R(d);
+  if (dd < R(0.5)) return R(2) * dd * a + (R(1) - R(2) * dd) * St::load(src(i + cx, j + cy, k + cz, w));
+  return a / (R(2) * dd) + (R(1) - R(1) / (R(2) * dd)) * St::load(src(i, j, k, p));
+}
+
 }  // namespace
 
 // A functor rather than a lambda: its call operator can be forced inline, and the host compiler
@@ -163,8 +180,8 @@ void stream_collide(const Exec& ex, const View<S>& src, const View<S>& dst, cons
 
 template <class L, class S>
 void boundary_cells(const Exec& ex, const View<S>& src, const View<S>& dst, const View<std::uint8_t>& flags,
-                    const std::int32_t* list, const std::uint32_t* links, std::int64_t n, const Box& interior,
-                    const StepParams& p) {
+                    const std::int32_t* list, const std::uint32_t* links, const float* delta, std::int64_t n,
+                    const Box& interior, const StepParams& p) {
   using St = Storage<S>;
   using R = typename St::R;
   const StepParams pp = p;
@@ -180,10 +197,10 @@ void boundary_cells(const Exec& ex, const View<S>& src, const View<S>& dst, cons
       // Only resting walls and obstacles upstream (most boundary cells): bounce-back by mask, no
       // flag lookups.
       R f[L::Q];
+      const float* d = delta + idx * L::Q;
       static_for<L::Q>([&](auto q) {
         constexpr int cx = L::c(q, 0), cy = L::c(q, 1), cz = L::c(q, 2);
-        constexpr int qo = opposite(q);
-        f[q] = ((m >> q) & 1u) ? St::load(src(i, j, k, qo)) : St::load(src(i - cx, j - cy, k - cz, q));
+        f[q] = ((m >> q) & 1u) ? bounce<L, S, q>(src, i, j, k, d[q]) : St::load(src(i - cx, j - cy, k - cz, q));
       });
       collide<L, R, true>(f, pp);
       static_for<L::Q>([&](auto q) { dst(i, j, k, q) = St::store(f[q]); });
@@ -219,7 +236,7 @@ void boundary_cells(const Exec& ex, const View<S>& src, const View<S>& dst, cons
       if (t == kFluid) {
         f[q] = St::load(src(gi, gj, gk, q));
       } else if (t == kWall || t >= kObstacle) {
-        f[q] = own[qo];  // halfway bounce-back
+        f[q] = bounce<L, S, q>(src, i, j, k, delta[idx * L::Q + q]);
       } else if (t < kInlet) {
         const FaceSpec& fs = pp.face[t - kMovingWall];  // moving wall: bounce-back plus the wall's momentum
         f[q] = own[qo] + R(6) * w * R(pp.ramp) * (R(cx) * R(fs.u[0]) + R(cy) * R(fs.u[1]) + R(cz) * R(fs.u[2]));
@@ -286,12 +303,12 @@ void macroscopic(const Exec& ex, const View<S>& fv, const View<std::uint8_t>& fl
 
 template <class L, class S>
 Vec3 obstacle_force(const Exec& ex, const View<S>& fv, const View<std::uint8_t>& flags, const std::int32_t* list,
-                    std::int64_t n, const Box& interior, int type) {
+                    const float* delta, std::int64_t n, const Box& interior, int type) {
   using St = Storage<S>;
   const int lo0 = interior.lo[0], lo1 = interior.lo[1], lo2 = interior.lo[2];
   const int ni = interior.size(0), nj = interior.size(1);
-  // Momentum exchange on every fluid-to-obstacle link: the population that goes in comes back
-  // reversed, handing the body 2 c_q f*_q (f* post-collision, as stored).
+  // Momentum exchange on every fluid-to-obstacle link: the body receives c_w (f*_w + f_in), what
+  // goes in towards it plus what the (interpolated) bounce-back returns; 2 c_w f*_w at d = 1/2.
   return reduce(ex, "lbm.forces", list_box(n), Vec3{}, SumOp{},
                 [=] CUMULUS_HD(int li, int lj, int) {
                   Vec3 F;
@@ -300,11 +317,14 @@ Vec3 obstacle_force(const Exec& ex, const View<S>& fv, const View<std::uint8_t>&
                   const std::int32_t c = list[idx];
                   const int i = lo0 + c % ni, j = lo1 + (c / ni) % nj, k = lo2 + c / (ni * nj);
                   if (cell_type(flags(i, j, k)) != kFluid) return F;
-                  static_for<L::Q>([&](auto q) {
-                    constexpr int cx = L::c(q, 0), cy = L::c(q, 1), cz = L::c(q, 2);
-                    // (q = 0 points at the fluid cell itself, never at an obstacle.)
+                  static_for<L::Q>([&](auto w) {
+                    constexpr int cx = L::c(w, 0), cy = L::c(w, 1), cz = L::c(w, 2);
+                    constexpr int p = opposite(w);
+                    // (w = 0 points at the fluid cell itself, never at an obstacle.)
                     if (cell_type(flags(i + cx, j + cy, k + cz)) == type) {
-                      const double m = 2.0 * (static_cast<double>(St::load(fv(i, j, k, q))) + L::w(q));
+                      const double out = static_cast<double>(St::load(fv(i, j, k, w))) + L::w(w);
+                      const double in = static_cast<double>(bounce<L, S, p>(fv, i, j, k, delta[idx * L::Q + p])) + L::w(w);
+                      const double m = out + in;
                       F.x += cx * m;
                       F.y += cy * m;
                       F.z += cz * m;
@@ -393,12 +413,13 @@ double probe_sum(const Exec& ex, const View<double>& m, const View<std::uint8_t>
 #define CUMULUS_LBM_INSTANTIATE(L, S)                                                                              \
   template void stream_collide<L, S>(const Exec&, const View<S>&, const View<S>&, const Box&, const StepParams&); \
   template void boundary_cells<L, S>(const Exec&, const View<S>&, const View<S>&, const View<std::uint8_t>&,      \
-                                     const std::int32_t*, const std::uint32_t*, std::int64_t, const Box&,         \
+                                     const std::int32_t*, const std::uint32_t*, const float*, std::int64_t,       \
+                                     const Box&,                                                                  \
                                      const StepParams&);                                                          \
   template void macroscopic<L, S>(const Exec&, const View<S>&, const View<std::uint8_t>&, const View<double>&,     \
                                   const Box&, const StepParams&);                                                 \
   template Vec3 obstacle_force<L, S>(const Exec&, const View<S>&, const View<std::uint8_t>&, const std::int32_t*, \
-                                     std::int64_t, const Box&, int);                                              \
+                                     const float*, std::int64_t, const Box&, int);                                \
   template Totals totals<L, S>(const Exec&, const View<S>&, const View<std::uint8_t>&, const Box&,               \
                                const StepParams&);                                                                \
   template std::int64_t first_bad_cell<L, S>(const Exec&, const View<S>&, const View<std::uint8_t>&, const Box&, \

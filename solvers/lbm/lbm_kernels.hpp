@@ -94,14 +94,14 @@ struct Totals {
   void stream_collide(const Exec& ex, const View<S>& src, const View<S>& dst, const Box& box, const StepParams& p); \
   template <class L, class S>                                                                                      \
   void boundary_cells(const Exec& ex, const View<S>& src, const View<S>& dst, const View<std::uint8_t>& flags,     \
-                      const std::int32_t* list, const std::uint32_t* links, std::int64_t n, const Box& interior,  \
-                      const StepParams& p);                                                                        \
+                      const std::int32_t* list, const std::uint32_t* links, const float* delta, std::int64_t n,   \
+                      const Box& interior, const StepParams& p);                                                   \
   template <class L, class S>                                                                                      \
   void macroscopic(const Exec& ex, const View<S>& f, const View<std::uint8_t>& flags, const View<double>& out,      \
                    const Box& box, const StepParams& p);                                                           \
   template <class L, class S>                                                                                      \
   Vec3 obstacle_force(const Exec& ex, const View<S>& f, const View<std::uint8_t>& flags, const std::int32_t* list, \
-                      std::int64_t n, const Box& interior, int type);                                              \
+                      const float* delta, std::int64_t n, const Box& interior, int type);                          \
   template <class L, class S>                                                                                      \
   Totals totals(const Exec& ex, const View<S>& f, const View<std::uint8_t>& flags, const Box& box,                \
                 const StepParams& p);                                                                              \
