@@ -5,6 +5,8 @@
 // the solver allocates. Contains kernel bodies: a source that includes it is compiled by nvcc in
 // a CUDA build (cumulus_kernel_sources).
 #include <cstdint>
+#include <cstdio>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -79,5 +81,22 @@ class CopyArrays {
   Field<double> a_, b_;
   double bytes_ = 0;
 };
+
+// A benchmark's main(): MPI set up around `body`, errors printed once with the program's name and
+// turned into the exit status (2 for bad options).
+inline int run_benchmark(int argc, char** argv, const char* name, int (*body)(int, char**)) {
+  MpiSession mpi(&argc, &argv);
+  int code = 0;
+  try {
+    code = body(argc, argv);
+  } catch (const Error& e) {
+    if (Comm::world().is_root()) std::fprintf(stderr, "%s: %s\n", name, e.what());
+    code = static_cast<int>(e.code());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: unexpected: %s\n", name, e.what());
+    code = 1;
+  }
+  return code;
+}
 
 }  // namespace cumulus::bench

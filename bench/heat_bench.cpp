@@ -258,16 +258,5 @@ int bench_main(int argc, char** argv) {
 }  // namespace cumulus::bench
 
 int main(int argc, char** argv) {
-  cumulus::MpiSession mpi(&argc, &argv);
-  int code = 0;
-  try {
-    code = cumulus::bench::bench_main(argc, argv);
-  } catch (const cumulus::Error& e) {
-    if (cumulus::Comm::world().is_root()) std::fprintf(stderr, "cumulus_bench_heat: %s\n", e.what());
-    code = static_cast<int>(e.code());
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "cumulus_bench_heat: unexpected: %s\n", e.what());
-    code = 1;
-  }
-  return code;
+  return cumulus::bench::run_benchmark(argc, argv, "cumulus_bench_heat", cumulus::bench::bench_main);
 }
