@@ -102,6 +102,12 @@ class VtkWriter : public OutputWriter {
     std::string err;
     if (arrays.empty()) return;
     const std::string stem = strprintf("%s_%09ld", base_.c_str(), step);
+    if (geo.cell_corners) {
+      write_quads(dir, stem, time, geo, arrays);
+      add_to_series(time, "output/" + stem + ".pvtu");
+      comm_.barrier();
+      return;
+    }
     const Box& local = arrays.front().local_box;
     const Box& global = arrays.front().global_box;
     const int nd = geo.ndim;
@@ -171,21 +177,107 @@ class VtkWriter : public OutputWriter {
       p += "  </PImageData>\n</VTKFile>\n";
       write_file_atomic(dir + "/" + stem + ".pvti", p);
 
-      // The series: replace an entry at the same time (a repeated output), keep times increasing.
-      const std::string file = "output/" + stem + ".pvti";
-      while (!entries_.empty() && entries_.back().time >= time) entries_.pop_back();
-      entries_.push_back({time, file});
-      std::string pvd = "<?xml version=\"1.0\"?>\n<VTKFile type=\"Collection\" version=\"0.1\" "
-                        "byte_order=\"LittleEndian\">\n  <Collection>\n";
-      for (const auto& e : entries_)
-        pvd += strprintf("    <DataSet timestep=\"%.17g\" group=\"\" part=\"0\" file=\"%s\"/>\n", e.time, e.file.c_str());
-      pvd += "  </Collection>\n</VTKFile>\n";
-      write_file_atomic(series_path(), pvd);
     }
+    add_to_series(time, "output/" + stem + ".pvti");
     comm_.barrier();
   }
 
  private:
+  // Rank 0: the series, replacing an entry at the same time (a repeated output), times increasing.
+  void add_to_series(double time, const std::string& file) {
+    if (!comm_.is_root()) return;
+    while (!entries_.empty() && entries_.back().time >= time) entries_.pop_back();
+    entries_.push_back({time, file});
+    std::string pvd = "<?xml version=\"1.0\"?>\n<VTKFile type=\"Collection\" version=\"0.1\" "
+                      "byte_order=\"LittleEndian\">\n  <Collection>\n";
+    for (const auto& e : entries_)
+      pvd += strprintf("    <DataSet timestep=\"%.17g\" group=\"\" part=\"0\" file=\"%s\"/>\n", e.time, e.file.c_str());
+    pvd += "  </Collection>\n</VTKFile>\n";
+    write_file_atomic(series_path(), pvd);
+  }
+
+  // A surface of quadrilaterals: one .vtu piece per rank (4 points per cell, not shared, so that
+  // pieces need no global numbering) and a .pvtu on rank 0.
+  void write_quads(const std::string& dir, const std::string& stem, double time, const GridGeometry& geo,
+                   const std::vector<GridArray>& arrays) {
+    std::string err;
+    const std::vector<double> pts = geo.cell_corners();
+    const std::uint64_t ncell = pts.size() / 12;
+    std::vector<std::vector<unsigned char>> blocks;
+    std::string xml = "<?xml version=\"1.0\"?>\n<VTKFile type=\"UnstructuredGrid\" version=\"1.0\" "
+                      "byte_order=\"LittleEndian\" header_type=\"UInt64\">\n  <UnstructuredGrid>\n";
+    xml += strprintf("    <FieldData>\n      <DataArray type=\"Float64\" Name=\"TimeValue\" NumberOfTuples=\"1\" "
+                     "format=\"ascii\">%.17g</DataArray>\n    </FieldData>\n",
+                     time);
+    xml += strprintf("    <Piece NumberOfPoints=\"%llu\" NumberOfCells=\"%llu\">\n",
+                     static_cast<unsigned long long>(4 * ncell), static_cast<unsigned long long>(ncell));
+    std::uint64_t offset = 0;
+    auto add_block = [&](std::vector<unsigned char> b) {
+      const std::uint64_t at = offset;
+      offset += sizeof(std::uint64_t) + b.size();
+      blocks.push_back(std::move(b));
+      return static_cast<unsigned long long>(at);
+    };
+    auto raw = [](const void* p, std::size_t n) {
+      const unsigned char* c = static_cast<const unsigned char*>(p);
+      return std::vector<unsigned char>(c, c + n);
+    };
+    xml += "      <CellData>\n";
+    for (const GridArray& a : arrays) {
+      const unsigned long long at = add_block(interleave(a, a.read_local()));
+      xml += strprintf("        <DataArray type=\"%s\" Name=\"%s\" NumberOfComponents=\"%d\" format=\"appended\" "
+                       "offset=\"%llu\" units=\"%s\"/>\n",
+                       vtk_type(a.dtype), xml_escape(a.name).c_str(), a.ncomp, at, xml_escape(a.units).c_str());
+    }
+    xml += "      </CellData>\n      <Points>\n";
+    xml += strprintf("        <DataArray type=\"Float64\" NumberOfComponents=\"3\" format=\"appended\" offset=\"%llu\"/>\n",
+                     add_block(raw(pts.data(), pts.size() * sizeof(double))));
+    xml += "      </Points>\n      <Cells>\n";
+    std::vector<std::int64_t> conn(4 * ncell), offs(ncell);
+    std::vector<std::uint8_t> types(ncell, 9);  // VTK_QUAD
+    for (std::uint64_t c = 0; c < 4 * ncell; ++c) conn[c] = static_cast<std::int64_t>(c);
+    for (std::uint64_t c = 0; c < ncell; ++c) offs[c] = static_cast<std::int64_t>(4 * (c + 1));
+    xml += strprintf("        <DataArray type=\"Int64\" Name=\"connectivity\" format=\"appended\" offset=\"%llu\"/>\n",
+                     add_block(raw(conn.data(), conn.size() * sizeof(std::int64_t))));
+    xml += strprintf("        <DataArray type=\"Int64\" Name=\"offsets\" format=\"appended\" offset=\"%llu\"/>\n",
+                     add_block(raw(offs.data(), offs.size() * sizeof(std::int64_t))));
+    xml += strprintf("        <DataArray type=\"UInt8\" Name=\"types\" format=\"appended\" offset=\"%llu\"/>\n",
+                     add_block(raw(types.data(), types.size())));
+    xml += "      </Cells>\n    </Piece>\n  </UnstructuredGrid>\n  <AppendedData encoding=\"raw\">\n_";
+    const std::string path = strprintf("%s/%s_r%05d.vtu", dir.c_str(), stem.c_str(), comm_.rank());
+    const std::string tmp = path + ".tmp";
+    std::FILE* f = std::fopen(tmp.c_str(), "wb");
+    bool ok = f != nullptr;
+    if (ok) {
+      ok = std::fwrite(xml.data(), 1, xml.size(), f) == xml.size();
+      for (const auto& b : blocks) {
+        const std::uint64_t n = b.size();
+        ok = ok && std::fwrite(&n, sizeof(n), 1, f) == 1 && (n == 0 || std::fwrite(b.data(), 1, b.size(), f) == b.size());
+      }
+      const std::string tail = "\n  </AppendedData>\n</VTKFile>\n";
+      ok = ok && std::fwrite(tail.data(), 1, tail.size(), f) == tail.size();
+      ok = (std::fclose(f) == 0) && ok;
+    }
+    if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+      std::remove(tmp.c_str());
+      err = "cannot write '" + path + "'";
+    }
+    if (comm_.bitwise_or(err.empty() ? 0 : 1)) throw Error(err.empty() ? "a rank failed to write its output piece" : err);
+    if (comm_.is_root()) {
+      std::string p = "<?xml version=\"1.0\"?>\n<VTKFile type=\"PUnstructuredGrid\" version=\"1.0\" "
+                      "byte_order=\"LittleEndian\" header_type=\"UInt64\">\n  <PUnstructuredGrid GhostLevel=\"0\">\n"
+                      "    <PCellData>\n";
+      for (const GridArray& a : arrays)
+        p += strprintf("      <PDataArray type=\"%s\" Name=\"%s\" NumberOfComponents=\"%d\"/>\n", vtk_type(a.dtype),
+                       xml_escape(a.name).c_str(), a.ncomp);
+      p += "    </PCellData>\n    <PPoints>\n      <PDataArray type=\"Float64\" NumberOfComponents=\"3\"/>\n"
+           "    </PPoints>\n";
+      for (int r = 0; r < comm_.size(); ++r) p += strprintf("    <Piece Source=\"%s_r%05d.vtu\"/>\n", stem.c_str(), r);
+      p += "  </PUnstructuredGrid>\n</VTKFile>\n";
+      write_file_atomic(dir + "/" + stem + ".pvtu", p);
+    }
+  }
+
   std::string run_dir_, base_;
   Comm comm_;
   std::vector<SeriesEntry> entries_;
@@ -212,6 +304,10 @@ class XdmfWriter : public OutputWriter {
     const std::string stem = strprintf("%s_%09ld", base_.c_str(), step);
     const std::string h5name = stem + ".h5";
     const Box& g = arrays.front().global_box;
+    if (geo.cell_corners) {
+      write_quads(dir, stem, h5name, step, time, geo, arrays);
+      return;
+    }
     {
       h5::Handle f = h5::create_file(dir + "/" + h5name, comm_);
       h5::write_attr(f, "time", time);
@@ -274,6 +370,80 @@ class XdmfWriter : public OutputWriter {
       write_file_atomic(series_path(), x);
     }
     comm_.barrier();
+  }
+
+  // A surface of quadrilaterals: every array flattened to one value (or vector) per global cell in
+  // (k, j, i) order (a rank's cells are one contiguous run), with the corners and a connectivity
+  // table beside them.
+  void write_quads(const std::string& dir, const std::string& stem, const std::string& h5name, long step, double time,
+                   const GridGeometry& geo, const std::vector<GridArray>& arrays) {
+    const GridArray& first = arrays.front();
+    const hsize_t nglobal = static_cast<hsize_t>(first.global_box.volume());
+    const hsize_t plane = static_cast<hsize_t>(first.global_box.size(0)) * first.global_box.size(1);
+    const hsize_t start = static_cast<hsize_t>(first.local_box.lo[2] - first.global_box.lo[2]) * plane;
+    const hsize_t nlocal = static_cast<hsize_t>(first.local_box.volume());
+    {
+      h5::Handle f = h5::create_file(dir + "/" + h5name, comm_);
+      h5::write_attr(f, "time", time);
+      h5::write_attr(f, "step", static_cast<std::int64_t>(step));
+      for (const GridArray& a : arrays) {
+        std::vector<hsize_t> dims{nglobal}, st{start}, count{nlocal};
+        if (a.ncomp > 1) {
+          dims.push_back(static_cast<hsize_t>(a.ncomp));
+          st.push_back(0);
+          count.push_back(static_cast<hsize_t>(a.ncomp));
+        }
+        const hid_t type = h5::native_type(static_cast<int>(a.dtype));
+        h5::Handle d = h5::create_dataset(f, a.name, type, dims);
+        const std::vector<unsigned char> data = interleave(a, a.read_local());
+        h5::write_hyperslab(d, type, st, count, data.data(), true);
+        h5::write_attr(d, "units", a.units);
+      }
+      const std::vector<double> pts = geo.cell_corners();
+      h5::Handle d = h5::create_dataset(f, "corners", H5T_NATIVE_DOUBLE, {4 * nglobal, 3});
+      h5::write_hyperslab(d, H5T_NATIVE_DOUBLE, {4 * start, 0}, {4 * nlocal, 3}, pts.data(), true);
+      std::vector<std::int64_t> conn(4 * nlocal);
+      for (hsize_t c = 0; c < 4 * nlocal; ++c) conn[c] = static_cast<std::int64_t>(4 * start + c);
+      h5::Handle q = h5::create_dataset(f, "connectivity", H5T_NATIVE_INT64, {nglobal, 4});
+      h5::write_hyperslab(q, H5T_NATIVE_INT64, {start, 0}, {nlocal, 4}, conn.data(), true);
+    }
+    if (comm_.is_root()) {
+      const unsigned long long n = nglobal;
+      std::string b = strprintf("<!-- step %.17g %ld -->\n", time, step);
+      b += strprintf("   <Grid Name=\"%s\" GridType=\"Uniform\">\n    <Time Value=\"%.17g\"/>\n", stem.c_str(), time);
+      b += strprintf("    <Topology TopologyType=\"Quadrilateral\" NumberOfElements=\"%llu\">\n", n);
+      b += strprintf("     <DataItem Dimensions=\"%llu 4\" NumberType=\"Int\" Precision=\"8\" Format=\"HDF\">output/%s:/connectivity"
+                     "</DataItem>\n    </Topology>\n",
+                     n, h5name.c_str());
+      b += "    <Geometry GeometryType=\"XYZ\">\n";
+      b += strprintf("     <DataItem Dimensions=\"%llu 3\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">output/%s:/corners"
+                     "</DataItem>\n    </Geometry>\n",
+                     4 * n, h5name.c_str());
+      for (const GridArray& a : arrays) {
+        const bool fl = a.dtype == DType::f64 || a.dtype == DType::f32;
+        const std::string type = fl ? "Float" : (a.dtype == DType::i32 ? "Int" : "UInt");
+        const std::string kind = a.ncomp == 1 ? "Scalar" : (a.ncomp == 3 ? "Vector" : "Matrix");
+        const std::string dims = a.ncomp == 1 ? std::to_string(n) : std::to_string(n) + " " + std::to_string(a.ncomp);
+        b += strprintf("    <Attribute Name=\"%s\" AttributeType=\"%s\" Center=\"Cell\">\n", xml_escape(a.name).c_str(),
+                       kind.c_str());
+        b += strprintf("     <DataItem Dimensions=\"%s\" NumberType=\"%s\" Precision=\"%zu\" Format=\"HDF\">output/%s:/%s"
+                       "</DataItem>\n    </Attribute>\n",
+                       dims.c_str(), type.c_str(), dtype_size(a.dtype), h5name.c_str(), a.name.c_str());
+      }
+      b += "   </Grid>\n<!-- end -->\n";
+      add_block(time, b);
+    }
+    comm_.barrier();
+  }
+
+  void add_block(double time, const std::string& b) {
+    while (!blocks_.empty() && blocks_.back().first >= time) blocks_.pop_back();
+    blocks_.push_back({time, b});
+    std::string x = "<?xml version=\"1.0\" ?>\n<Xdmf Version=\"3.0\">\n <Domain>\n  <Grid Name=\"" + base_ +
+                    "\" GridType=\"Collection\" CollectionType=\"Temporal\">\n";
+    for (const auto& blk : blocks_) x += blk.second;
+    x += "  </Grid>\n </Domain>\n</Xdmf>\n";
+    write_file_atomic(series_path(), x);
   }
 
  private:

@@ -1,6 +1,7 @@
 #include "core/strings.hpp"
 #include "solvers/heat/heat.hpp"
 #include "solvers/lbm/lbm.hpp"
+#include "solvers/shallow_water/shallow_water.hpp"
 #include "solvers/model.hpp"
 
 namespace cumulus {
@@ -23,6 +24,7 @@ const SolverRegistry& SolverRegistry::all() {
     // One explicit call per solver (no static-initialisation tricks): add new solvers here.
     heat::register_solver(r);
     lbm::register_solver(r);
+    sw::register_solver(r);
     return r;
   }();
   return registry;

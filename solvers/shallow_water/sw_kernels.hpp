@@ -1,0 +1,64 @@
+#pragma once
+// The shallow-water kernels, declared once per backend pass (core/kernel_pass.hpp). Every field is
+// a tile set (mesh/cubed_sphere.hpp): a View indexed (i, j, k) with k the global tile index and a
+// ghost ring in i and j.
+#include <cstdint>
+
+#include "core/exec.hpp"
+#include "core/kernel_pass.hpp"
+#include "mesh/cubed_sphere.hpp"
+#include "mesh/field.hpp"
+
+namespace cumulus::sw {
+
+// What a kernel needs to place a cell: the panels, the tiling and the centre tangents.
+struct Grid {
+  CubePanels panels;
+  const double* tc = nullptr;  // tan of centre angles for panel index -1 .. n (device memory)
+  int n = 0, nx = 0, ny = 0, tx = 1, ty = 1;
+  double dangle = 0;  // pi / (2 n)
+  double radius = 0;  // a
+
+  CUMULUS_HD void locate(int i, int j, int k, int* p, double* X, double* Y) const {
+    const int per = tx * ty, r = k % per;
+    *p = k / per;
+    *X = tc[(r % tx) * nx + i + 1];
+    *Y = tc[(r / tx) * ny + j + 1];
+  }
+  CUMULUS_HD CubePoint point(int i, int j, int k) const {
+    int p;
+    double X, Y;
+    locate(i, j, k, &p, &X, &Y);
+    return cube_point(panels, p, X, Y);
+  }
+};
+
+// Physics constants and switches of a tendency evaluation.
+struct Physics {
+  double gravity = 0;
+  double coriolis[3] = {0, 0, 0};  // 2 Omega times the rotation axis: f = coriolis . r
+  double nu = 0;                   // hyperviscosity, m^4/s (0: off)
+  bool advection_only = false;     // Williamson case 1: the wind is prescribed, only h moves
+};
+
+// State layout: component 0 the fluid depth h, components 1-3 the Cartesian velocity (m/s).
+#define CUMULUS_SW_KERNELS                                                                                      \
+  void point_values(const Exec& ex, const Grid& g, const Physics& ph, const View<double>& s,                    \
+                    const View<double>& hs, const View<double>& q, const Box& box);                            \
+  void laplacian(const Exec& ex, const Grid& g, const View<double>& area, const View<double>& s,               \
+                 const View<double>& l, const Box& box);                                                       \
+  void fluxes(const Exec& ex, const Grid& g, const Physics& ph, const View<double>& q, const View<double>& l,  \
+              const View<double>& fa, const View<double>& fb, const Box& box);                                 \
+  void tendency(const Exec& ex, const Grid& g, const Physics& ph, const View<double>& area,                    \
+                const View<double>& s, const View<double>& q, const View<double>& l, const View<double>& fa,  \
+                const View<double>& fb, const View<double>& ds, const Box& box);                               \
+  void rk_stage(const Exec& ex, const View<double>& u, const View<double>& ds, const View<double>& acc,         \
+                const View<double>& stage, const Box& box, double acc_weight, bool first, double stage_dt);    \
+  void rk_final(const Exec& ex, const View<double>& u, const View<double>& ds, const View<double>& acc,         \
+                const Box& box, double dt6);                                                                    \
+  void vorticity(const Exec& ex, const Grid& g, const View<double>& s, const View<double>& w, const Box& box);  \
+  std::int64_t first_bad_cell(const Exec& ex, const View<double>& s, const Box& box, bool depth_positive);
+CUMULUS_DECLARE_KERNEL_PASSES(kernels, CUMULUS_SW_KERNELS)
+#undef CUMULUS_SW_KERNELS
+
+}  // namespace cumulus::sw
