@@ -90,5 +90,38 @@ for fmt, series in (("vtk", "pvd"), ("xdmf", "xmf")):
     final = array(os.path.join(d, f"{fmt}1", "checkpoints", "checkpoint_%012d.h5" % 30)).ravel()
     r.check(np.array(got["values"]).tobytes() == final.tobytes(), f"{fmt}: restarted series ends on the same values")
 
+# The cubed sphere: a surface of quadrilaterals (one .vtu piece per rank; XDMF quadrilaterals), every
+# cell's depth equal to the final checkpoint's, and the corners on the sphere of radius a.
+sw = scratch("""solver = "shallow_water"
+[run]
+end_step = 6
+progress_seconds = 100
+[shallow_water]
+case = "williamson2"
+resolution = 8
+[output]
+every_steps = 3
+""")
+for fmt, series in (("vtk", "pvd"), ("xdmf", "xmf")):
+    rc, out = run(["run", "job.toml", f"--set=run.directory={fmt}", f"--set=run.name={fmt}",
+                   f"--set=output.format={fmt}"], sw, ranks=2)
+    if not r.check(rc == 0, f"sphere {fmt}: run on 2 ranks", out):
+        continue
+    p = subprocess.run([PVPYTHON, os.path.join(HERE, "pv_probe.py"), os.path.join(sw, fmt, f"{fmt}.{series}"), "depth"],
+                       capture_output=True, text=True, timeout=120)
+    text = p.stdout + p.stderr
+    probe = [line for line in text.splitlines() if line.startswith("PROBE ")]
+    r.check(p.returncode == 0 and " ERR| " not in text and probe, f"sphere {fmt}: ParaView read without errors", text[-3000:])
+    if not probe:
+        continue
+    got = json.loads(probe[0][6:])
+    final = array(os.path.join(sw, fmt, "checkpoints", "checkpoint_%012d.h5" % 6), "depth").ravel()
+    r.check(len(got["times"]) == 3 and got["dims"][:2] == [384, 4 * 384], f"sphere {fmt}: 3 steps of 384 quads",
+            f"{got['times']} {got['dims']}")
+    r.check(np.array(got["values"]).tobytes() == final.tobytes(), f"sphere {fmt}: every cell's depth equals the solver's")
+    r.check({"height", "velocity", "vorticity", "topography"} <= set(got["arrays"][-1]), f"sphere {fmt}: arrays",
+            str(got["arrays"][-1]))
+shutil.rmtree(sw)
+
 shutil.rmtree(d)
 r.finish()

@@ -35,6 +35,9 @@ UpdatePipeline(time=times[-1] if times else None, proxy=reader)
 data = first_leaf(servermanager.Fetch(reader))
 values = dsa.WrapDataObject(data).CellData[name]
 dims = [0, 0, 0]
-data.GetDimensions(dims)
+if hasattr(data, "GetDimensions"):  # image data; a surface of quads has cells and points instead
+    data.GetDimensions(dims)
+else:
+    dims = [data.GetNumberOfCells(), data.GetNumberOfPoints(), 0]
 print("PROBE " + json.dumps({"times": times, "arrays": arrays, "dims": dims,
                              "values": [float(v) for v in values.ravel()]}))
