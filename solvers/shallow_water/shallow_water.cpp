@@ -216,6 +216,25 @@ class TestCase {
   double h0_ = 0;
 };
 
+// The fastest signal (gravity wave plus flow speed) of the initial state, over the cell centres of
+// C<n> (checks of huge grids sample C512: the check only has to catch a step that is far off).
+double initial_cmax(const TestCase& tc, int n) {
+  const CubedSphere g(n, 1, 1);
+  const auto& t = g.centre_tan();
+  const CubePanels P = CubePanels::standard();
+  double cmax = 0;
+  for (int p = 0; p < 6; ++p)
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < n; ++i) {
+        const CubePoint c = cube_point(P, p, t[static_cast<std::size_t>(i + 1)], t[static_cast<std::size_t>(j + 1)]);
+        double h, hs, V[3];
+        tc.initial(c.r, &h, &hs, V);
+        const double wave = tc.advection_only() ? 0.0 : std::sqrt(kGravity * std::max(h, 0.0));
+        cmax = std::max(cmax, std::sqrt(V[0] * V[0] + V[1] * V[1] + V[2] * V[2]) + wave);
+      }
+  return cmax;
+}
+
 double damping_nu(const CubedSphere& g, double tau) {
   // The grid-scale mode of the five-point operator has eigenvalue about 8 / dx^2 at the panel's
   // centre; del^4 damps it at nu (8 / dx^2)^2: an e-folding time tau gives nu = dx^4 / (64 tau).
@@ -284,6 +303,25 @@ void check(const Config& cfg, int nranks) {
     cfg.fail("shallow_water.cfl", strprintf("%g is above %g, the stability limit of centred differences with RK4 "
                                             "(2.83 / 2 = 1.41, less a margin)",
                                             s.cfl, kMaxCfl));
+  // The step and the hyperviscosity against their stability limits, before anything is written.
+  const CubedSphere grid(s.n, s.tx, s.ty);
+  const TestCase tc(s);
+  const double cmax = initial_cmax(tc, std::min(s.n, 512));
+  const double width = kRadius * min_width(grid);
+  const double dt = s.dt > 0 ? s.dt : s.cfl * width / cmax;
+  const double cfl = dt * cmax / width;
+  if (cfl > kMaxCfl)
+    cfg.fail("shallow_water.dt", strprintf("dt = %g s gives a CFL number of %.3g (fastest signal %.4g m/s, narrowest "
+                                           "cell %.4g m), above the stability limit %g: use dt <= %.4g s",
+                                           dt, cfl, cmax, width, kMaxCfl, kMaxCfl * width / cmax));
+  // RK4 is stable for real eigenvalues down to -2.78: the hyperviscosity's fastest rate
+  // (about nu (8 / dx_min^2)^2) must stay inside.
+  const double rate = damping_nu(grid, s.hv_time) * 64.0 / (width * width * width * width);
+  if (dt * rate > 2.5)
+    cfg.fail("shallow_water.hyperviscosity_time",
+             strprintf("%g s is too short for dt = %g s: the hyperviscosity would be unstable (dt x rate = %.3g > 2.5); "
+                       "use at least %.4g s",
+                       s.hv_time, dt, dt * rate, s.hv_time * dt * rate / 2.5));
 }
 
 class ShallowWaterModel : public Model {
@@ -375,19 +413,7 @@ class ShallowWaterModel : public Model {
     cmax = ctx.comm.max(cmax);
     width_ = kRadius * min_width(grid_);
     dt_ = setup_.dt > 0 ? setup_.dt : setup_.cfl * width_ / cmax;
-    cfl_ = dt_ * cmax / width_;
-    if (cfl_ > kMaxCfl)
-      cfg.fail("shallow_water.dt", strprintf("dt = %g s gives a CFL number of %.3g (fastest signal %.4g m/s, narrowest "
-                                             "cell %.4g m), above the stability limit %g: use dt <= %.4g s",
-                                             dt_, cfl_, cmax, width_, kMaxCfl, kMaxCfl * width_ / cmax));
-    // RK4 is stable for real eigenvalues down to -2.78: the hyperviscosity's fastest rate
-    // (about nu (8 / dx_min^2)^2) must stay inside.
-    const double rate = nu_ * 64.0 / (width_ * width_ * width_ * width_);
-    if (dt_ * rate > 2.5)
-      cfg.fail("shallow_water.hyperviscosity_time",
-               strprintf("%g s is too short for dt = %g s: the hyperviscosity would be unstable (dt x rate = %.3g > 2.5); "
-                         "use at least %.4g s",
-                         setup_.hv_time, dt_, dt_ * rate, setup_.hv_time * dt_ * rate / 2.5));
+    cfl_ = dt_ * cmax / width_;  // check() refused unstable steps before anything was allocated
     initial_ = sums();
   }
 
