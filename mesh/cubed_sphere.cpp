@@ -60,12 +60,13 @@ CubedSphere::CubedSphere(int n, int tx, int ty)
     throw InputError(strprintf("tiles %d x %d do not divide the %d x %d cells of a panel", tx, ty, n, n));
   // Tangents mirrored (tan(-x) = -tan(x) exactly), with the ends exactly +-1: the grid is
   // symmetric to the last bit, and panel edges computed from either panel coincide.
-  tc_.assign(static_cast<std::size_t>(n + 2), 0.0);
-  for (int i = -1; i <= n; ++i) {
+  const int G = kCubeGhost;
+  tc_.assign(static_cast<std::size_t>(n + 2 * G), 0.0);
+  for (int i = -G; i < n + G; ++i) {
     const int m = n - 1 - i;  // the mirror cell
-    if (m < i) tc_[static_cast<std::size_t>(i + 1)] = -tc_[static_cast<std::size_t>(m + 1)];
-    else if (2 * i + 1 == n) tc_[static_cast<std::size_t>(i + 1)] = 0.0;
-    else tc_[static_cast<std::size_t>(i + 1)] = std::tan(-kPi / 4 + (i + 0.5) * dangle_);
+    if (m < i) tc_[static_cast<std::size_t>(i + G)] = -tc_[static_cast<std::size_t>(m + G)];
+    else if (2 * i + 1 == n) tc_[static_cast<std::size_t>(i + G)] = 0.0;
+    else tc_[static_cast<std::size_t>(i + G)] = std::tan(-kPi / 4 + (i + 0.5) * dangle_);
   }
   tv_.assign(static_cast<std::size_t>(n + 1), 0.0);
   for (int i = 0; i <= n; ++i) {
@@ -156,9 +157,9 @@ int CubeLayout::owner(int tile) const {
 }
 
 std::int64_t CubeLayout::cell(int tile, int i, int j) const {
-  const int nx = grid_->tile_nx(), ny = grid_->tile_ny();
+  const int G = kCubeGhost, nx = grid_->tile_nx() + 2 * G, ny = grid_->tile_ny() + 2 * G;
   const int k = tile - first(owner(tile));
-  return (i + 1) + static_cast<std::int64_t>(j + 1) * (nx + 2) + static_cast<std::int64_t>(k) * (nx + 2) * (ny + 2);
+  return (i + G) + static_cast<std::int64_t>(j + G) * nx + static_cast<std::int64_t>(k) * nx * ny;
 }
 
 std::int64_t CubeLayout::face_a(int tile, int i, int j) const {
@@ -189,7 +190,6 @@ std::vector<CubeGatherPlan::Destination> CubeLayout::ghost_fill(int rank) const 
   const CubedSphere& g = *grid_;
   const int n = g.n(), nx = g.tile_nx(), ny = g.tile_ny();
   const double d = g.dangle();
-  const std::vector<double>& tc = g.centre_tan();
   std::vector<CubeGatherPlan::Destination> out;
   for (int t = first(rank); t < first(rank) + count(rank); ++t) {
     int p, i0, j0;
@@ -207,7 +207,7 @@ std::vector<CubeGatherPlan::Destination> CubeLayout::ghost_fill(int rank) const 
         // Beyond the panel edge, on this panel's extended grid line: find the neighbouring
         // panel's grid line through the point and interpolate along it.
         double r[3], a, b;
-        unit_point(g.panels(), p, tc[static_cast<std::size_t>(I + 1)], tc[static_cast<std::size_t>(J + 1)], r);
+        unit_point(g.panels(), p, g.centre_tan(I), g.centre_tan(J), r);
         int q;
         g.locate(r, &q, &a, &b);
         const double fa = (a + kPi / 4) / d - 0.5, fb = (b + kPi / 4) / d - 0.5;
@@ -228,13 +228,15 @@ std::vector<CubeGatherPlan::Destination> CubeLayout::ghost_fill(int rank) const 
       }
       out.push_back(std::move(dst));
     };
-    for (int j = 0; j < ny; ++j) {
-      add(-1, j);
-      add(nx, j);
-    }
-    for (int i = 0; i < nx; ++i) {
-      add(i, -1);
-      add(i, ny);
+    for (int depth = 1; depth <= kCubeGhost; ++depth) {
+      for (int j = 0; j < ny; ++j) {
+        add(-depth, j);
+        add(nx - 1 + depth, j);
+      }
+      for (int i = 0; i < nx; ++i) {
+        add(i, -depth);
+        add(i, ny - 1 + depth);
+      }
     }
   }
   return out;

@@ -9,6 +9,8 @@
 // past its edge: a ghost cell of a tile on a panel edge sits at those "extended" coordinates, so
 // that centred differences in (alpha, beta) stay centred across the edge.
 //
+// Tiles carry kCubeGhost = 2 ghost layers (a third-order upwind flux reads two cells upstream).
+//
 // Ghost values (FV3's duo-grid idea, Mouallem, Harris & Chen 2023): a ghost point beyond a panel
 // edge lies exactly on a grid line of the neighbouring panel at the same depth from the edge
 // (equiangular grids have that property); its value is interpolated along that line with a
@@ -32,6 +34,8 @@
 #include "core/memory.hpp"
 
 namespace cumulus {
+
+inline constexpr int kCubeGhost = 2;
 
 // The six panels' bases: panels 0-3 around the equator (centres at longitude 0, 90, 180, 270
 // degrees), 4 the north and 5 the south polar panel.
@@ -98,8 +102,10 @@ class CubedSphere {
 
   // Global tile t: panel t / (tx ty), then row-major within the panel.
   void tile_origin(int t, int* panel, int* i0, int* j0) const;
-  // tan of the cell-centre angle for panel index i in [-1, n] (the ends are ghost positions).
-  const std::vector<double>& centre_tan() const { return tc_; }
+  // tan of the cell-centre angle for panel index i in [-kCubeGhost, n + kCubeGhost) (beyond [0, n):
+  // the extended grid lines' ghost positions). centre_tan_table()[i + kCubeGhost] is the same.
+  double centre_tan(int i) const { return tc_[static_cast<std::size_t>(i + kCubeGhost)]; }
+  const std::vector<double>& centre_tan_table() const { return tc_; }
   // Exact area of cell (i, j) on the unit sphere (spherical excess of the cell's quadrilateral);
   // the 6 n^2 areas sum to 4 pi to round-off.
   double cell_area(int i, int j) const;
@@ -116,7 +122,7 @@ class CubedSphere {
   int n_, tx_, ty_;
   double dangle_;
   CubePanels panels_;
-  std::vector<double> tc_;  // n + 2 entries, index i + 1
+  std::vector<double> tc_;  // n + 2 kCubeGhost entries, index i + kCubeGhost
   std::vector<double> tv_;  // n + 1 vertex tangents
 };
 
@@ -167,7 +173,8 @@ class CubeGatherPlan {
 
 // Where each tile's values live on its owner, known to every rank (tiles are spread over ranks in
 // contiguous ranges). Cell arrays: the owner's tiles with a ghost ring, (k, j, i) order, k the
-// tile; a Field over Box(0, 0, t0, nx, ny, t1) with ghost (1, 1, 0) has exactly this layout. Face
+// tile; a Field over Box(0, 0, t0, nx, ny, t1) with ghost (G, G, 0), G = kCubeGhost, has exactly
+// this layout. Face
 // arrays: all alpha faces ((nx + 1) x ny per tile), then all beta faces (nx x (ny + 1) per tile).
 class CubeLayout {
  public:
@@ -177,15 +184,15 @@ class CubeLayout {
   int owner(int tile) const;
   int first(int rank) const { return first_[static_cast<std::size_t>(rank)]; }
   int count(int rank) const { return first_[static_cast<std::size_t>(rank) + 1] - first_[static_cast<std::size_t>(rank)]; }
-  std::int64_t cell(int tile, int i, int j) const;  // i in [-1, nx], j in [-1, ny]
+  std::int64_t cell(int tile, int i, int j) const;  // i in [-G, nx + G), j likewise (G = kCubeGhost)
   std::int64_t face_a(int tile, int i, int j) const;  // i in [0, nx], j in [0, ny)
   std::int64_t face_b(int tile, int i, int j) const;  // i in [0, nx), j in [0, ny]
   std::int64_t faces_size(int rank) const;
   // The global cell (panel p, i, j in [0, n)): its tile and the offset on the tile's owner.
   void global_cell(int p, int i, int j, int* tile, std::int64_t* offset) const;
 
-  // Plans for `rank`: its ghost ring (edge ghosts; the four diagonal corner ghosts of a tile are
-  // left alone), and the reconciliation of fluxes through panel edges: both panels compute a
+  // Plans for `rank`: its ghost ring (edge ghosts, G deep; the diagonal corner blocks of a tile
+  // are left alone), and the reconciliation of fluxes through panel edges: both panels compute a
   // flux on their shared face from their own ghosts; each keeps half its own minus half the
   // other's (outward), so the two agree bit for bit and mass is conserved to round-off.
   std::vector<CubeGatherPlan::Destination> ghost_fill(int rank) const;

@@ -63,11 +63,10 @@ constexpr double kMaxCfl = 1.2;
 // Narrowest cell of C<n> on the unit sphere: the height of the cell's parallelogram, sqrt(g) /
 // |a_alpha| times the grid angle, smallest at the cube's corners.
 double min_width(const CubedSphere& g) {
-  const auto& tc = g.centre_tan();
   double w = std::numeric_limits<double>::max();
   const CubePanels P = CubePanels::standard();
   for (int i = 0; i < g.n(); ++i) {
-    const CubePoint c = cube_point(P, 0, tc[static_cast<std::size_t>(i + 1)], tc[static_cast<std::size_t>(i + 1)]);
+    const CubePoint c = cube_point(P, 0, g.centre_tan(i), g.centre_tan(i));
     const double la = std::sqrt(c.ca[0] * c.ca[0] + c.ca[1] * c.ca[1] + c.ca[2] * c.ca[2]);
     w = std::min(w, c.sqrtg / la * g.dangle());
   }
@@ -220,13 +219,12 @@ class TestCase {
 // C<n> (checks of huge grids sample C512: the check only has to catch a step that is far off).
 double initial_cmax(const TestCase& tc, int n) {
   const CubedSphere g(n, 1, 1);
-  const auto& t = g.centre_tan();
   const CubePanels P = CubePanels::standard();
   double cmax = 0;
   for (int p = 0; p < 6; ++p)
     for (int j = 0; j < n; ++j)
       for (int i = 0; i < n; ++i) {
-        const CubePoint c = cube_point(P, p, t[static_cast<std::size_t>(i + 1)], t[static_cast<std::size_t>(j + 1)]);
+        const CubePoint c = cube_point(P, p, g.centre_tan(i), g.centre_tan(j));
         double h, hs, V[3];
         tc.initial(c.r, &h, &hs, V);
         const double wave = tc.advection_only() ? 0.0 : std::sqrt(kGravity * std::max(h, 0.0));
@@ -338,7 +336,7 @@ class ShallowWaterModel : public Model {
     interior_ = Box(0, 0, t0_, nx_, ny_, t1_);
     const Backend b = ex.backend();
     auto field = [&](const char* name, int ncomp, bool ghost) {
-      Field<double> f(name, b, interior_, ghost ? Index3{1, 1, 0} : Index3{0, 0, 0}, ncomp);
+      Field<double> f(name, b, interior_, ghost ? Index3{kCubeGhost, kCubeGhost, 0} : Index3{0, 0, 0}, ncomp);
       std::vector<double> zero(f.buffer().size(), 0.0);
       f.buffer().from_host(ex, zero);
       return f;
@@ -354,8 +352,8 @@ class ShallowWaterModel : public Model {
     area_ = field("area", 1, false);
     faces_ = Buffer<double>(b, static_cast<std::size_t>(layout_.faces_size(me)));
 
-    tc_ = Buffer<double>(b, grid_.centre_tan().size());
-    tc_.from_host(ex, grid_.centre_tan());
+    tc_ = Buffer<double>(b, grid_.centre_tan_table().size());
+    tc_.from_host(ex, grid_.centre_tan_table());
     g_.panels = grid_.panels();
     g_.tc = tc_.data();
     g_.n = grid_.n();
@@ -435,7 +433,7 @@ class ShallowWaterModel : public Model {
 
   void advance(double /*time*/, double dt) override {
     const Exec& ex = ctx_.exec;
-    const Box points = Box(-1, -1, t0_, nx_ + 1, ny_ + 1, t1_);
+    const Box points = interior_.grown({kCubeGhost, kCubeGhost, 0});
     const Box faces = Box(0, 0, t0_, nx_ + 1, ny_ + 1, t1_);
     const View<double> fa = face_view(false), fb = face_view(true);
     for (int s = 0; s < 4; ++s) {
@@ -446,7 +444,7 @@ class ShallowWaterModel : public Model {
         ghosts_.apply(l_.buffer().data(), 4, stride());
       }
       CUMULUS_KERNEL(ex, kernels, point_values)(ex, g_, ph_, in.view(), hs_.view(), q_.view(), points);
-      CUMULUS_KERNEL(ex, kernels, fluxes)(ex, g_, ph_, q_.view(), l_.view(), fa, fb, faces);
+      CUMULUS_KERNEL(ex, kernels, fluxes)(ex, g_, ph_, in.view(), q_.view(), l_.view(), fa, fb, faces);
       edges_.apply(faces_.data(), 1, 0);
       CUMULUS_KERNEL(ex, kernels, tendency)(ex, g_, ph_, area_.view(), in.view(), q_.view(), l_.view(), fa, fb,
                                             ds_.view(), interior_);
@@ -578,8 +576,7 @@ class ShallowWaterModel : public Model {
     return v;
   }
   CubePoint centre(int p, int I, int J) const {
-    const auto& tc = grid_.centre_tan();
-    return cube_point(grid_.panels(), p, tc[static_cast<std::size_t>(I + 1)], tc[static_cast<std::size_t>(J + 1)]);
+    return cube_point(grid_.panels(), p, grid_.centre_tan(I), grid_.centre_tan(J));
   }
   // f(linear index in (k, j, i) order, panel, I, J) for this rank's cells.
   template <class F>

@@ -17,8 +17,9 @@ CUMULUS_HD inline double sg_gaa(double X, double Y) { return (1.0 + Y * Y) / sqr
 CUMULUS_HD inline double sg_gbb(double X, double Y) { return (1.0 + X * X) / sqrt(1.0 + X * X + Y * Y); }
 }  // namespace
 
-// Per cell, ghosts included: q0 = sqrt(g) h u^alpha, q1 = sqrt(g) h u^beta (u^alpha = V . a^alpha / a,
-// rad/s), q2 = Phi = g (h + hs) + |V|^2 / 2, q3 = V . a_alpha, q4 = V . a_beta (covariant, m/s).
+// Per cell, ghosts included: q0 = sqrt(g) u^alpha, q1 = sqrt(g) u^beta (u^alpha = V . a^alpha / a,
+// rad/s: the flux densities through alpha and beta faces per unit depth), q2 = Phi = g (h + hs) +
+// |V|^2 / 2, q3 = V . a_alpha, q4 = V . a_beta (covariant, m/s).
 void point_values(const Exec& ex, const Grid& g, const Physics& ph, const View<double>& s, const View<double>& hs,
                   const View<double>& q, const Box& box) {
   for_each(ex, "sw.points", box, [=] CUMULUS_HD(int i, int j, int k) {
@@ -26,8 +27,8 @@ void point_values(const Exec& ex, const Grid& g, const Physics& ph, const View<d
     const double h = s(i, j, k, 0);
     const double V[3] = {s(i, j, k, 1), s(i, j, k, 2), s(i, j, k, 3)};
     const double inv_a = 1.0 / g.radius;
-    q(i, j, k, 0) = c.sqrtg * h * (dot3(V, c.ua) * inv_a);
-    q(i, j, k, 1) = c.sqrtg * h * (dot3(V, c.ub) * inv_a);
+    q(i, j, k, 0) = c.sqrtg * (dot3(V, c.ua) * inv_a);
+    q(i, j, k, 1) = c.sqrtg * (dot3(V, c.ub) * inv_a);
     q(i, j, k, 2) = ph.gravity * (h + hs(i, j, k)) + 0.5 * dot3(V, V);
     q(i, j, k, 3) = dot3(V, c.ca);
     q(i, j, k, 4) = dot3(V, c.cb);
@@ -58,24 +59,34 @@ void laplacian(const Exec& ex, const Grid& g, const View<double>& area, const Vi
 }
 
 // Fluxes of h through every face of the tiles (box: the alpha faces' index range i in [0, nx],
-// j in [0, ny) united with the beta faces' i in [0, nx), j in [0, ny]): the centred advective flux
-// plus, with hyperviscosity, the flux of nu D(D(h)). Face (i, j) of fa lies between cells i-1 and i.
-void fluxes(const Exec& ex, const Grid& g, const Physics& ph, const View<double>& q, const View<double>& l,
-            const View<double>& fa, const View<double>& fb, const Box& box) {
+// j in [0, ny) united with the beta faces' i in [0, nx), j in [0, ny]). Face (i, j) of fa lies
+// between cells i-1 and i. The advective flux is d * U * h_f: U the centred flux density, h_f the
+// third-order upwind-biased value along the grid line (-h_uu + 5 h_u + 2 h_d) / 6, whose
+// dissipation (a fourth derivative, |U| d^3 / 12) keeps a centred scheme's dispersive ripples
+// off sharp features such as the cosine bell. With hyperviscosity, plus the flux of nu D(D(h)).
+void fluxes(const Exec& ex, const Grid& g, const Physics& ph, const View<double>& s, const View<double>& q,
+            const View<double>& l, const View<double>& fa, const View<double>& fb, const Box& box) {
   const double d = g.dangle, nu_a2 = ph.nu / (g.radius * g.radius);
   const int nx = g.nx, ny = g.ny;
+  const double sixth = 1.0 / 6.0;
   for_each(ex, "sw.fluxes", box, [=] CUMULUS_HD(int i, int j, int k) {
     int p;
     double X, Y, Xw, Ys;
     g.locate(i, j, k, &p, &X, &Y);
     g.locate(i - 1, j - 1, k, &p, &Xw, &Ys);
     if (j < ny) {
-      double f = d * (0.5 * (q(i - 1, j, k, 0) + q(i, j, k, 0)));
+      const double U = 0.5 * (q(i - 1, j, k, 0) + q(i, j, k, 0));
+      const double hf = U >= 0 ? (5.0 * s(i - 1, j, k, 0) + 2.0 * s(i, j, k, 0) - s(i - 2, j, k, 0)) * sixth
+                               : (5.0 * s(i, j, k, 0) + 2.0 * s(i - 1, j, k, 0) - s(i + 1, j, k, 0)) * sixth;
+      double f = d * (U * hf);
       if (nu_a2 > 0) f += nu_a2 * (0.5 * (sg_gaa(Xw, Y) + sg_gaa(X, Y))) * (l(i, j, k, 0) - l(i - 1, j, k, 0));
       fa(i, j, k) = f;
     }
     if (i < nx) {
-      double f = d * (0.5 * (q(i, j - 1, k, 1) + q(i, j, k, 1)));
+      const double U = 0.5 * (q(i, j - 1, k, 1) + q(i, j, k, 1));
+      const double hf = U >= 0 ? (5.0 * s(i, j - 1, k, 0) + 2.0 * s(i, j, k, 0) - s(i, j - 2, k, 0)) * sixth
+                               : (5.0 * s(i, j, k, 0) + 2.0 * s(i, j - 1, k, 0) - s(i, j + 1, k, 0)) * sixth;
+      double f = d * (U * hf);
       if (nu_a2 > 0) f += nu_a2 * (0.5 * (sg_gbb(X, Ys) + sg_gbb(X, Y))) * (l(i, j, k, 0) - l(i, j - 1, k, 0));
       fb(i, j, k) = f;
     }

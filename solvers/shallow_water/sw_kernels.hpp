@@ -14,7 +14,7 @@ namespace cumulus::sw {
 // What a kernel needs to place a cell: the panels, the tiling and the centre tangents.
 struct Grid {
   CubePanels panels;
-  const double* tc = nullptr;  // tan of centre angles for panel index -1 .. n (device memory)
+  const double* tc = nullptr;  // tan of centre angles, panel index -kCubeGhost .. n + kCubeGhost - 1 (device memory)
   int n = 0, nx = 0, ny = 0, tx = 1, ty = 1;
   double dangle = 0;  // pi / (2 n)
   double radius = 0;  // a
@@ -22,8 +22,8 @@ struct Grid {
   CUMULUS_HD void locate(int i, int j, int k, int* p, double* X, double* Y) const {
     const int per = tx * ty, r = k % per;
     *p = k / per;
-    *X = tc[(r % tx) * nx + i + 1];
-    *Y = tc[(r / tx) * ny + j + 1];
+    *X = tc[(r % tx) * nx + i + kCubeGhost];
+    *Y = tc[(r / tx) * ny + j + kCubeGhost];
   }
   CUMULUS_HD CubePoint point(int i, int j, int k) const {
     int p;
@@ -47,8 +47,8 @@ struct Physics {
                     const View<double>& hs, const View<double>& q, const Box& box);                            \
   void laplacian(const Exec& ex, const Grid& g, const View<double>& area, const View<double>& s,               \
                  const View<double>& l, const Box& box);                                                       \
-  void fluxes(const Exec& ex, const Grid& g, const Physics& ph, const View<double>& q, const View<double>& l,  \
-              const View<double>& fa, const View<double>& fb, const Box& box);                                 \
+  void fluxes(const Exec& ex, const Grid& g, const Physics& ph, const View<double>& s, const View<double>& q,  \
+              const View<double>& l, const View<double>& fa, const View<double>& fb, const Box& box);          \
   void tendency(const Exec& ex, const Grid& g, const Physics& ph, const View<double>& area,                    \
                 const View<double>& s, const View<double>& q, const View<double>& l, const View<double>& fa,  \
                 const View<double>& fb, const View<double>& ds, const Box& box);                               \
