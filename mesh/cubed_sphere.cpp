@@ -15,15 +15,24 @@ namespace cumulus {
 namespace {
 constexpr double kPi = 3.14159265358979323846;
 
-// Weights of the 4-point Lagrange polynomial through cells i0 .. i0 + 3 at fractional index s.
-void lagrange4(double s, int n, int* i0, double w[4]) {
-  int a = static_cast<int>(std::floor(s)) - 1;
-  a = std::clamp(a, 0, n - 4);
+// Weights of the Lagrange polynomial through `*m` cells i0 .. i0 + m - 1 at fractional index s:
+// six points centred on s (sixth order) where they fit in [0, n); near the line's ends, where the
+// six would reach past the panel's corner, four (centred, or shifted inside for the last cells):
+// lopsided six-point stencils have large weights and made the corners unstable.
+constexpr int kInterpMax = 6;
+void lagrange(double s, int n, int* i0, int* m, double w[kInterpMax]) {
+  const int f = static_cast<int>(std::floor(s));
+  int a = f - 2, np = 6;
+  if (a < 0 || a + np > n) {
+    np = 4;
+    a = std::clamp(f - 1, 0, n - np);
+  }
   *i0 = a;
-  for (int k = 0; k < 4; ++k) {
+  *m = np;
+  for (int k = 0; k < np; ++k) {
     double v = 1;
-    for (int m = 0; m < 4; ++m)
-      if (m != k) v *= (s - (a + m)) / static_cast<double>(k - m);
+    for (int q = 0; q < np; ++q)
+      if (q != k) v *= (s - (a + q)) / static_cast<double>(k - q);
     w[k] = v;
   }
 }
@@ -214,11 +223,11 @@ std::vector<CubeGatherPlan::Destination> CubeLayout::ghost_fill(int rank) const 
         const bool along_b = std::fabs(fa - std::round(fa)) < 1e-6;  // on a line of constant alpha
         if (!along_b && std::fabs(fb - std::round(fb)) >= 1e-6)
           throw Error(strprintf("cubed sphere: ghost (%d, %d) of panel %d is on no grid line of panel %d", I, J, p, q));
-        int s0;
-        double w[4];
-        lagrange4(along_b ? fb : fa, n, &s0, w);
+        int s0, np;
+        double w[kInterpMax];
+        lagrange(along_b ? fb : fa, n, &s0, &np, w);
         const int fixed = static_cast<int>(std::lround(along_b ? fa : fb));
-        for (int k = 0; k < 4; ++k) {
+        for (int k = 0; k < np; ++k) {
           const int ci = along_b ? fixed : s0 + k, cj = along_b ? s0 + k : fixed;
           int st;
           std::int64_t off;

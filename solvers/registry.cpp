@@ -119,7 +119,7 @@ void declare_common_keys(Schema& s, const std::vector<std::string>& solver_names
       .def(std::string("checkpoints"))
       .restart_may_change();
   s.key("output.format", ValueType::string,
-        "ParaView output: vtk (.vti pieces + .pvti + .pvd), xdmf (one HDF5 file per step + .xmf), or none")
+        "ParaView output: vtk (.vti pieces + .pvti + .pvd; .vtu + .pvtu surfaces for the cubed sphere), xdmf (one HDF5 file per step + .xmf), or none")
       .def(std::string("vtk"))
       .one_of({"vtk", "xdmf", "none"})
       .restart_may_change();

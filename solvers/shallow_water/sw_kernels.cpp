@@ -68,24 +68,22 @@ void fluxes(const Exec& ex, const Grid& g, const Physics& ph, const View<double>
             const View<double>& l, const View<double>& fa, const View<double>& fb, const Box& box) {
   const double d = g.dangle, nu_a2 = ph.nu / (g.radius * g.radius);
   const int nx = g.nx, ny = g.ny;
-  const double sixth = 1.0 / 6.0;
+  const double sixth = 1.0 / 6.0, twelfth = 1.0 / 12.0;
   for_each(ex, "sw.fluxes", box, [=] CUMULUS_HD(int i, int j, int k) {
     int p;
     double X, Y, Xw, Ys;
     g.locate(i, j, k, &p, &X, &Y);
     g.locate(i - 1, j - 1, k, &p, &Xw, &Ys);
     if (j < ny) {
-      const double U = 0.5 * (q(i - 1, j, k, 0) + q(i, j, k, 0));
-      const double hf = U >= 0 ? (5.0 * s(i - 1, j, k, 0) + 2.0 * s(i, j, k, 0) - s(i - 2, j, k, 0)) * sixth
-                               : (5.0 * s(i, j, k, 0) + 2.0 * s(i - 1, j, k, 0) - s(i + 1, j, k, 0)) * sixth;
+      const double U = (7.0 * (q(i - 1, j, k, 0) + q(i, j, k, 0)) - (q(i - 2, j, k, 0) + q(i + 1, j, k, 0))) * twelfth;
+      const double hf = (7.0 * (s(i - 1, j, k, 0) + s(i, j, k, 0)) - (s(i - 2, j, k, 0) + s(i + 1, j, k, 0))) * twelfth;
       double f = d * (U * hf);
       if (nu_a2 > 0) f += nu_a2 * (0.5 * (sg_gaa(Xw, Y) + sg_gaa(X, Y))) * (l(i, j, k, 0) - l(i - 1, j, k, 0));
       fa(i, j, k) = f;
     }
     if (i < nx) {
-      const double U = 0.5 * (q(i, j - 1, k, 1) + q(i, j, k, 1));
-      const double hf = U >= 0 ? (5.0 * s(i, j - 1, k, 0) + 2.0 * s(i, j, k, 0) - s(i, j - 2, k, 0)) * sixth
-                               : (5.0 * s(i, j, k, 0) + 2.0 * s(i, j - 1, k, 0) - s(i, j + 1, k, 0)) * sixth;
+      const double U = (7.0 * (q(i, j - 1, k, 1) + q(i, j, k, 1)) - (q(i, j - 2, k, 1) + q(i, j + 1, k, 1))) * twelfth;
+      const double hf = (7.0 * (s(i, j - 1, k, 0) + s(i, j, k, 0)) - (s(i, j - 2, k, 0) + s(i, j + 1, k, 0))) * twelfth;
       double f = d * (U * hf);
       if (nu_a2 > 0) f += nu_a2 * (0.5 * (sg_gbb(X, Ys) + sg_gbb(X, Y))) * (l(i, j, k, 0) - l(i, j - 1, k, 0));
       fb(i, j, k) = f;
@@ -112,11 +110,16 @@ void tendency(const Exec& ex, const Grid& g, const Physics& ph, const View<doubl
       return;
     }
     const CubePoint c = g.point(i, j, k);
-    const double inv2d = 1.0 / (2.0 * d);
-    const double dpa = (q(i + 1, j, k, 2) - q(i - 1, j, k, 2)) * inv2d;
-    const double dpb = (q(i, j + 1, k, 2) - q(i, j - 1, k, 2)) * inv2d;
-    const double zeta =
-        ((q(i + 1, j, k, 4) - q(i - 1, j, k, 4)) - (q(i, j + 1, k, 3) - q(i, j - 1, k, 3))) * inv2d / (g.radius * c.sqrtg);
+    // Fourth-order centred differences along the grid lines (the duo-grid ghosts continue them).
+    const double inv12d = 1.0 / (12.0 * d);
+    auto da = [&](int m) {
+      return (8.0 * (q(i + 1, j, k, m) - q(i - 1, j, k, m)) - (q(i + 2, j, k, m) - q(i - 2, j, k, m))) * inv12d;
+    };
+    auto db = [&](int m) {
+      return (8.0 * (q(i, j + 1, k, m) - q(i, j - 1, k, m)) - (q(i, j + 2, k, m) - q(i, j - 2, k, m))) * inv12d;
+    };
+    const double dpa = da(2), dpb = db(2);
+    const double zeta = (da(4) - db(3)) / (g.radius * c.sqrtg);
     const double f = dot3(ph.coriolis, c.r);
     const double V[3] = {s(i, j, k, 1), s(i, j, k, 2), s(i, j, k, 3)};
     const double rxV[3] = {c.r[1] * V[2] - c.r[2] * V[1], c.r[2] * V[0] - c.r[0] * V[2], c.r[0] * V[1] - c.r[1] * V[0]};
