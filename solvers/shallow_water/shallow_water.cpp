@@ -350,6 +350,7 @@ class ShallowWaterModel : public Model {
     hs_ = field("topography", 1, true);
     w_ = field("vorticity", 1, false);
     area_ = field("area", 1, false);
+    geo_ = field("metric", kMetricComponents, true);
     faces_ = Buffer<double>(b, static_cast<std::size_t>(layout_.faces_size(me)));
 
     tc_ = Buffer<double>(b, grid_.centre_tan_table().size());
@@ -399,6 +400,7 @@ class ShallowWaterModel : public Model {
     hs_.interior_from_host(ex, hs);
     area_.interior_from_host(ex, area);
     ghosts_.apply(hs_.buffer().data(), 1, stride());
+    fill_metric();
 
     // The time step: fixed for the run, from the initial state (the same on every rank count
     // and after a restart).
@@ -439,14 +441,15 @@ class ShallowWaterModel : public Model {
     for (int s = 0; s < 4; ++s) {
       Field<double>& in = s == 0 ? u_ : stage_;
       ghosts_.apply(in.buffer().data(), 4, stride());
+      const View<double> m = geo_.view();
       if (nu_ > 0) {
-        CUMULUS_KERNEL(ex, kernels, laplacian)(ex, g_, area_.view(), in.view(), l_.view(), interior_);
+        CUMULUS_KERNEL(ex, kernels, laplacian)(ex, g_, m, area_.view(), in.view(), l_.view(), interior_);
         ghosts_.apply(l_.buffer().data(), 4, stride());
       }
-      CUMULUS_KERNEL(ex, kernels, point_values)(ex, g_, ph_, in.view(), hs_.view(), q_.view(), points);
-      CUMULUS_KERNEL(ex, kernels, fluxes)(ex, g_, ph_, in.view(), q_.view(), l_.view(), fa, fb, faces);
+      CUMULUS_KERNEL(ex, kernels, point_values)(ex, g_, ph_, m, in.view(), hs_.view(), q_.view(), points);
+      CUMULUS_KERNEL(ex, kernels, fluxes)(ex, g_, ph_, m, in.view(), q_.view(), l_.view(), fa, fb, faces);
       edges_.apply(faces_.data(), 1, 0);
-      CUMULUS_KERNEL(ex, kernels, tendency)(ex, g_, ph_, area_.view(), in.view(), q_.view(), l_.view(), fa, fb,
+      CUMULUS_KERNEL(ex, kernels, tendency)(ex, g_, ph_, m, area_.view(), in.view(), q_.view(), l_.view(), fa, fb,
                                             ds_.view(), interior_);
       if (s < 3)
         CUMULUS_KERNEL(ex, kernels, rk_stage)(ex, u_.view(), ds_.view(), acc_.view(), stage_.view(), interior_,
@@ -609,9 +612,38 @@ class ShallowWaterModel : public Model {
   std::vector<double> vorticity() {
     const Exec& ex = ctx_.exec;
     ghosts_.apply(u_.buffer().data(), 4, stride());
-    CUMULUS_KERNEL(ex, kernels, vorticity)(ex, g_, u_.view(), w_.view(), interior_);
+    CUMULUS_KERNEL(ex, kernels, vorticity)(ex, g_, geo_.view(), u_.view(), w_.view(), interior_);
     return w_.interior_to_host(ex);
   }
+  // The metric at every cell and ghost of this rank's tiles (extended coordinates beyond panel
+  // edges), in the field's (c, k, j, i) layout with its ghost ring.
+  void fill_metric() {
+    const Box a = geo_.allocated();
+    const std::size_t plane = static_cast<std::size_t>(a.volume());
+    std::vector<double> m(plane * kMetricComponents, 0.0);
+    std::size_t n = 0;
+    for (int t = a.lo[2]; t < a.hi[2]; ++t) {
+      int p, i0, j0;
+      grid_.tile_origin(t, &p, &i0, &j0);
+      for (int j = a.lo[1]; j < a.hi[1]; ++j)
+        for (int i = a.lo[0]; i < a.hi[0]; ++i, ++n) {
+          const CubePoint c = centre(p, i0 + i, j0 + j);
+          double* v = &m[n];
+          for (int d = 0; d < 3; ++d) {
+            v[(kR + d) * plane] = c.r[d];
+            v[(kUA + d) * plane] = c.ua[d];
+            v[(kUB + d) * plane] = c.ub[d];
+            v[(kCA + d) * plane] = c.ca[d];
+            v[(kCB + d) * plane] = c.cb[d];
+          }
+          v[kSqrtG * plane] = c.sqrtg;
+          v[kSgAA * plane] = c.sqrtg * c.gaa;
+          v[kSgBB * plane] = c.sqrtg * c.gbb;
+        }
+    }
+    geo_.buffer().from_host(ctx_.exec, m);
+  }
+
   std::vector<double> corners() const {
     std::vector<double> out(static_cast<std::size_t>(interior_.volume()) * 12);
     for_cells([&](std::size_t c, int p, int I, int J) {
@@ -709,7 +741,7 @@ class ShallowWaterModel : public Model {
   CubeLayout layout_;
   int t0_ = 0, t1_ = 0, nx_ = 0, ny_ = 0;
   Box interior_;
-  Field<double> u_, stage_, acc_, ds_, q_, l_, hs_, w_, area_;
+  Field<double> u_, stage_, acc_, ds_, q_, l_, hs_, w_, area_, geo_;
   Buffer<double> faces_, tc_;
   Grid g_;
   Physics ph_;

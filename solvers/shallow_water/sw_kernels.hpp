@@ -41,22 +41,39 @@ struct Physics {
   bool advection_only = false;     // Williamson case 1: the wind is prescribed, only h moves
 };
 
+// The metric, precomputed per cell and ghost (host code fills it once; the kernels read it rather
+// than evaluate cube_point with its divisions and square root, which made them compute-bound on
+// the host): components of the geometry field.
+enum Metric : int {
+  kR = 0,      // unit position r (3)
+  kUA = 3,     // contravariant a^alpha (3)
+  kUB = 6,     // contravariant a^beta (3)
+  kCA = 9,     // covariant a_alpha (3)
+  kCB = 12,    // covariant a_beta (3)
+  kSqrtG = 15, // sqrt(g)
+  kSgAA = 16,  // sqrt(g) g^{alpha alpha}: the diffusion coefficient of alpha faces
+  kSgBB = 17,  // sqrt(g) g^{beta beta}
+  kMetricComponents = 18
+};
+
 // State layout: component 0 the fluid depth h, components 1-3 the Cartesian velocity (m/s).
 #define CUMULUS_SW_KERNELS                                                                                      \
-  void point_values(const Exec& ex, const Grid& g, const Physics& ph, const View<double>& s,                    \
-                    const View<double>& hs, const View<double>& q, const Box& box);                            \
-  void laplacian(const Exec& ex, const Grid& g, const View<double>& area, const View<double>& s,               \
-                 const View<double>& l, const Box& box);                                                       \
-  void fluxes(const Exec& ex, const Grid& g, const Physics& ph, const View<double>& s, const View<double>& q,  \
-              const View<double>& l, const View<double>& fa, const View<double>& fb, const Box& box);          \
-  void tendency(const Exec& ex, const Grid& g, const Physics& ph, const View<double>& area,                    \
-                const View<double>& s, const View<double>& q, const View<double>& l, const View<double>& fa,  \
-                const View<double>& fb, const View<double>& ds, const Box& box);                               \
+  void point_values(const Exec& ex, const Grid& g, const Physics& ph, const View<double>& m,                   \
+                    const View<double>& s, const View<double>& hs, const View<double>& q, const Box& box);     \
+  void laplacian(const Exec& ex, const Grid& g, const View<double>& m, const View<double>& area,               \
+                 const View<double>& s, const View<double>& l, const Box& box);                                \
+  void fluxes(const Exec& ex, const Grid& g, const Physics& ph, const View<double>& m, const View<double>& s,  \
+              const View<double>& q, const View<double>& l, const View<double>& fa, const View<double>& fb,    \
+              const Box& box);                                                                                 \
+  void tendency(const Exec& ex, const Grid& g, const Physics& ph, const View<double>& m,                       \
+                const View<double>& area, const View<double>& s, const View<double>& q, const View<double>& l, \
+                const View<double>& fa, const View<double>& fb, const View<double>& ds, const Box& box);       \
   void rk_stage(const Exec& ex, const View<double>& u, const View<double>& ds, const View<double>& acc,         \
                 const View<double>& stage, const Box& box, double acc_weight, bool first, double stage_dt);    \
   void rk_final(const Exec& ex, const View<double>& u, const View<double>& ds, const View<double>& acc,         \
                 const Box& box, double dt6);                                                                    \
-  void vorticity(const Exec& ex, const Grid& g, const View<double>& s, const View<double>& w, const Box& box);  \
+  void vorticity(const Exec& ex, const Grid& g, const View<double>& m, const View<double>& s,                  \
+                 const View<double>& w, const Box& box);                                                       \
   std::int64_t first_bad_cell(const Exec& ex, const View<double>& s, const Box& box, bool depth_positive);
 CUMULUS_DECLARE_KERNEL_PASSES(kernels, CUMULUS_SW_KERNELS)
 #undef CUMULUS_SW_KERNELS
