@@ -447,7 +447,7 @@ class ShallowWaterModel : public Model {
         ghosts_.apply(l_.buffer().data(), 4, stride());
       }
       CUMULUS_KERNEL(ex, kernels, point_values)(ex, g_, ph_, m, in.view(), hs_.view(), q_.view(), points);
-      CUMULUS_KERNEL(ex, kernels, fluxes)(ex, g_, ph_, m, in.view(), q_.view(), l_.view(), fa, fb, faces);
+      CUMULUS_KERNEL(ex, kernels, fluxes)(ex, g_, ph_, m, q_.view(), l_.view(), fa, fb, faces);
       edges_.apply(faces_.data(), 1, 0);
       CUMULUS_KERNEL(ex, kernels, tendency)(ex, g_, ph_, m, area_.view(), in.view(), q_.view(), l_.view(), fa, fb,
                                             ds_.view(), interior_);

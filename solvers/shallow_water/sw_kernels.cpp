@@ -18,8 +18,8 @@ CUMULUS_HD inline double diff4(double m2, double m1, double p1, double p2) { ret
 CUMULUS_HD inline double mid4(double cm, double c0, double c1, double c2) { return 7.0 * (c0 + c1) - (cm + c2); }
 }  // namespace
 
-// Per cell, ghosts included: q0 = sqrt(g) u^alpha, q1 = sqrt(g) u^beta (u^alpha = V . a^alpha / a,
-// rad/s: the flux densities through alpha and beta faces per unit depth), q2 = Phi = g (h + hs) +
+// Per cell, ghosts included: q0 = sqrt(g) h u^alpha, q1 = sqrt(g) h u^beta (u^alpha = V . a^alpha / a,
+// rad/s: the mass flux densities through alpha and beta faces), q2 = Phi = g (h + hs) +
 // |V|^2 / 2, q3 = V . a_alpha, q4 = V . a_beta (covariant, m/s).
 void point_values(const Exec& ex, const Grid& g, const Physics& ph, const View<double>& m, const View<double>& s,
                   const View<double>& hs, const View<double>& q, const Box& box) {
@@ -29,8 +29,8 @@ void point_values(const Exec& ex, const Grid& g, const Physics& ph, const View<d
     const double V0 = s(i, j, k, 1), V1 = s(i, j, k, 2), V2 = s(i, j, k, 3);
     auto dotm = [&](int c) { return V0 * m(i, j, k, c) + V1 * m(i, j, k, c + 1) + V2 * m(i, j, k, c + 2); };
     const double sg = m(i, j, k, kSqrtG);
-    q(i, j, k, 0) = sg * (dotm(kUA) * inv_a);
-    q(i, j, k, 1) = sg * (dotm(kUB) * inv_a);
+    q(i, j, k, 0) = sg * h * (dotm(kUA) * inv_a);
+    q(i, j, k, 1) = sg * h * (dotm(kUB) * inv_a);
     q(i, j, k, 2) = ph.gravity * (h + hs(i, j, k)) + 0.5 * (V0 * V0 + V1 * V1 + V2 * V2);
     q(i, j, k, 3) = dotm(kCA);
     q(i, j, k, 4) = dotm(kCB);
@@ -58,26 +58,24 @@ void laplacian(const Exec& ex, const Grid& g, const View<double>& m, const View<
 
 // Fluxes of h through every face of the tiles (box: the alpha faces' index range i in [0, nx],
 // j in [0, ny) united with the beta faces' i in [0, nx), j in [0, ny]). Face (i, j) of fa lies
-// between cells i-1 and i. The advective flux is d U h_f with U and h_f the fourth-order values at
-// the face along the grid line; with hyperviscosity, plus the flux of nu D(D(h)).
-void fluxes(const Exec& ex, const Grid& g, const Physics& ph, const View<double>& m, const View<double>& s,
-            const View<double>& q, const View<double>& l, const View<double>& fa, const View<double>& fb,
+// between cells i-1 and i. The advective flux is d times the fourth-order face value of
+// sqrt(g) h u^alpha along the grid line, (7 (q_{i-1} + q_i) - (q_{i-2} + q_{i+1})) / 12: the
+// difference of two such fluxes is exactly the fourth-order centred derivative
+// (q_{i-2} - 8 q_{i-1} + 8 q_{i+1} - q_{i+2}) / 12, so the flux form costs no order. With
+// hyperviscosity, plus the flux of nu D(D(h)).
+void fluxes(const Exec& ex, const Grid& g, const Physics& ph, const View<double>& m, const View<double>& q, const View<double>& l, const View<double>& fa, const View<double>& fb,
             const Box& box) {
-  const double d144 = g.dangle / 144.0, nu_a2 = ph.nu / (g.radius * g.radius);
+  const double d12 = g.dangle / 12.0, nu_a2 = ph.nu / (g.radius * g.radius);
   const int nx = g.nx, ny = g.ny;
   for_each(ex, "sw.fluxes", box, [=] CUMULUS_HD(int i, int j, int k) {
     if (j < ny) {
-      const double U = mid4(q(i - 2, j, k, 0), q(i - 1, j, k, 0), q(i, j, k, 0), q(i + 1, j, k, 0));
-      const double hf = mid4(s(i - 2, j, k, 0), s(i - 1, j, k, 0), s(i, j, k, 0), s(i + 1, j, k, 0));
-      double f = d144 * (U * hf);
+      double f = d12 * mid4(q(i - 2, j, k, 0), q(i - 1, j, k, 0), q(i, j, k, 0), q(i + 1, j, k, 0));
       if (nu_a2 > 0)
         f += nu_a2 * (0.5 * (m(i - 1, j, k, kSgAA) + m(i, j, k, kSgAA))) * (l(i, j, k, 0) - l(i - 1, j, k, 0));
       fa(i, j, k) = f;
     }
     if (i < nx) {
-      const double U = mid4(q(i, j - 2, k, 1), q(i, j - 1, k, 1), q(i, j, k, 1), q(i, j + 1, k, 1));
-      const double hf = mid4(s(i, j - 2, k, 0), s(i, j - 1, k, 0), s(i, j, k, 0), s(i, j + 1, k, 0));
-      double f = d144 * (U * hf);
+      double f = d12 * mid4(q(i, j - 2, k, 1), q(i, j - 1, k, 1), q(i, j, k, 1), q(i, j + 1, k, 1));
       if (nu_a2 > 0)
         f += nu_a2 * (0.5 * (m(i, j - 1, k, kSgBB) + m(i, j, k, kSgBB))) * (l(i, j, k, 0) - l(i, j - 1, k, 0));
       fb(i, j, k) = f;

@@ -62,9 +62,8 @@ enum Metric : int {
                     const View<double>& s, const View<double>& hs, const View<double>& q, const Box& box);     \
   void laplacian(const Exec& ex, const Grid& g, const View<double>& m, const View<double>& area,               \
                  const View<double>& s, const View<double>& l, const Box& box);                                \
-  void fluxes(const Exec& ex, const Grid& g, const Physics& ph, const View<double>& m, const View<double>& s,  \
-              const View<double>& q, const View<double>& l, const View<double>& fa, const View<double>& fb,    \
-              const Box& box);                                                                                 \
+  void fluxes(const Exec& ex, const Grid& g, const Physics& ph, const View<double>& m, const View<double>& q,  \
+              const View<double>& l, const View<double>& fa, const View<double>& fb, const Box& box);          \
   void tendency(const Exec& ex, const Grid& g, const Physics& ph, const View<double>& m,                       \
                 const View<double>& area, const View<double>& s, const View<double>& q, const View<double>& l, \
                 const View<double>& fa, const View<double>& fb, const View<double>& ds, const Box& box);       \
