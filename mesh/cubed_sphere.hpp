@@ -9,12 +9,12 @@
 // past its edge: a ghost cell of a tile on a panel edge sits at those "extended" coordinates, so
 // that centred differences in (alpha, beta) stay centred across the edge.
 //
-// Tiles carry kCubeGhost = 2 ghost layers (a third-order upwind flux reads two cells upstream).
+// Tiles carry kCubeGhost = 2 ghost layers (fourth-order differences read two cells each side).
 //
 // Ghost values (FV3's duo-grid idea, Mouallem, Harris & Chen 2023): a ghost point beyond a panel
 // edge lies exactly on a grid line of the neighbouring panel at the same depth from the edge
 // (equiangular grids have that property); its value is interpolated along that line with a
-// 4-point Lagrange polynomial (4th order; one-sided near the ends of the line). Ghosts on tile
+// 6-point Lagrange polynomial (4 points near the line's ends, by the cube's corners). Ghosts on tile
 // edges inside a panel are plain copies. Corner ghosts (diagonal) are not filled: the schemes
 // that use this grid read face neighbours only.
 //
