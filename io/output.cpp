@@ -202,7 +202,8 @@ class VtkWriter : public OutputWriter {
                    const std::vector<GridArray>& arrays) {
     std::string err;
     const std::vector<double> pts = geo.cell_corners();
-    const std::uint64_t ncell = pts.size() / 12;
+    const std::uint64_t npc = static_cast<std::uint64_t>(geo.corners_per_cell);
+    const std::uint64_t ncell = pts.size() / (3 * npc);
     std::vector<std::vector<unsigned char>> blocks;
     std::string xml = "<?xml version=\"1.0\"?>\n<VTKFile type=\"UnstructuredGrid\" version=\"1.0\" "
                       "byte_order=\"LittleEndian\" header_type=\"UInt64\">\n  <UnstructuredGrid>\n";
@@ -210,7 +211,7 @@ class VtkWriter : public OutputWriter {
                      "format=\"ascii\">%.17g</DataArray>\n    </FieldData>\n",
                      time);
     xml += strprintf("    <Piece NumberOfPoints=\"%llu\" NumberOfCells=\"%llu\">\n",
-                     static_cast<unsigned long long>(4 * ncell), static_cast<unsigned long long>(ncell));
+                     static_cast<unsigned long long>(npc * ncell), static_cast<unsigned long long>(ncell));
     std::uint64_t offset = 0;
     auto add_block = [&](std::vector<unsigned char> b) {
       const std::uint64_t at = offset;
@@ -233,10 +234,10 @@ class VtkWriter : public OutputWriter {
     xml += strprintf("        <DataArray type=\"Float64\" NumberOfComponents=\"3\" format=\"appended\" offset=\"%llu\"/>\n",
                      add_block(raw(pts.data(), pts.size() * sizeof(double))));
     xml += "      </Points>\n      <Cells>\n";
-    std::vector<std::int64_t> conn(4 * ncell), offs(ncell);
-    std::vector<std::uint8_t> types(ncell, 9);  // VTK_QUAD
-    for (std::uint64_t c = 0; c < 4 * ncell; ++c) conn[c] = static_cast<std::int64_t>(c);
-    for (std::uint64_t c = 0; c < ncell; ++c) offs[c] = static_cast<std::int64_t>(4 * (c + 1));
+    std::vector<std::int64_t> conn(npc * ncell), offs(ncell);
+    std::vector<std::uint8_t> types(ncell, npc == 1 ? 1 : 9);  // VTK_VERTEX or VTK_QUAD
+    for (std::uint64_t c = 0; c < npc * ncell; ++c) conn[c] = static_cast<std::int64_t>(c);
+    for (std::uint64_t c = 0; c < ncell; ++c) offs[c] = static_cast<std::int64_t>(npc * (c + 1));
     xml += strprintf("        <DataArray type=\"Int64\" Name=\"connectivity\" format=\"appended\" offset=\"%llu\"/>\n",
                      add_block(raw(conn.data(), conn.size() * sizeof(std::int64_t))));
     xml += strprintf("        <DataArray type=\"Int64\" Name=\"offsets\" format=\"appended\" offset=\"%llu\"/>\n",
@@ -382,6 +383,7 @@ class XdmfWriter : public OutputWriter {
     const hsize_t plane = static_cast<hsize_t>(first.global_box.size(0)) * first.global_box.size(1);
     const hsize_t start = static_cast<hsize_t>(first.local_box.lo[2] - first.global_box.lo[2]) * plane;
     const hsize_t nlocal = static_cast<hsize_t>(first.local_box.volume());
+    const hsize_t npc = static_cast<hsize_t>(geo.corners_per_cell);
     {
       h5::Handle f = h5::create_file(dir + "/" + h5name, comm_);
       h5::write_attr(f, "time", time);
@@ -400,25 +402,27 @@ class XdmfWriter : public OutputWriter {
         h5::write_attr(d, "units", a.units);
       }
       const std::vector<double> pts = geo.cell_corners();
-      h5::Handle d = h5::create_dataset(f, "corners", H5T_NATIVE_DOUBLE, {4 * nglobal, 3});
-      h5::write_hyperslab(d, H5T_NATIVE_DOUBLE, {4 * start, 0}, {4 * nlocal, 3}, pts.data(), true);
-      std::vector<std::int64_t> conn(4 * nlocal);
-      for (hsize_t c = 0; c < 4 * nlocal; ++c) conn[c] = static_cast<std::int64_t>(4 * start + c);
-      h5::Handle q = h5::create_dataset(f, "connectivity", H5T_NATIVE_INT64, {nglobal, 4});
-      h5::write_hyperslab(q, H5T_NATIVE_INT64, {start, 0}, {nlocal, 4}, conn.data(), true);
+      h5::Handle d = h5::create_dataset(f, "corners", H5T_NATIVE_DOUBLE, {npc * nglobal, 3});
+      h5::write_hyperslab(d, H5T_NATIVE_DOUBLE, {npc * start, 0}, {npc * nlocal, 3}, pts.data(), true);
+      std::vector<std::int64_t> conn(npc * nlocal);
+      for (hsize_t c = 0; c < npc * nlocal; ++c) conn[c] = static_cast<std::int64_t>(npc * start + c);
+      h5::Handle q = h5::create_dataset(f, "connectivity", H5T_NATIVE_INT64, {nglobal, npc});
+      h5::write_hyperslab(q, H5T_NATIVE_INT64, {start, 0}, {nlocal, npc}, conn.data(), true);
     }
     if (comm_.is_root()) {
       const unsigned long long n = nglobal;
       std::string b = strprintf("<!-- step %.17g %ld -->\n", time, step);
       b += strprintf("   <Grid Name=\"%s\" GridType=\"Uniform\">\n    <Time Value=\"%.17g\"/>\n", stem.c_str(), time);
-      b += strprintf("    <Topology TopologyType=\"Quadrilateral\" NumberOfElements=\"%llu\">\n", n);
-      b += strprintf("     <DataItem Dimensions=\"%llu 4\" NumberType=\"Int\" Precision=\"8\" Format=\"HDF\">output/%s:/connectivity"
+      const unsigned long long k = npc;
+      b += strprintf("    <Topology TopologyType=\"%s\" NumberOfElements=\"%llu\"%s>\n",
+                     npc == 1 ? "Polyvertex" : "Quadrilateral", n, npc == 1 ? " NodesPerElement=\"1\"" : "");
+      b += strprintf("     <DataItem Dimensions=\"%llu %llu\" NumberType=\"Int\" Precision=\"8\" Format=\"HDF\">output/%s:/connectivity"
                      "</DataItem>\n    </Topology>\n",
-                     n, h5name.c_str());
+                     n, k, h5name.c_str());
       b += "    <Geometry GeometryType=\"XYZ\">\n";
       b += strprintf("     <DataItem Dimensions=\"%llu 3\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">output/%s:/corners"
                      "</DataItem>\n    </Geometry>\n",
-                     4 * n, h5name.c_str());
+                     k * n, h5name.c_str());
       for (const GridArray& a : arrays) {
         const bool fl = a.dtype == DType::f64 || a.dtype == DType::f32;
         const std::string type = fl ? "Float" : (a.dtype == DType::i32 ? "Int" : "UInt");

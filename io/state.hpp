@@ -38,13 +38,15 @@ struct GridArray {
 };
 
 // The geometry ParaView needs to place a grid: 2 or 3 dimensions, origin and cell size. A grid of
-// curved quadrilaterals (the cubed sphere) gives its cells' corners instead: 4 corners x (x, y, z)
-// per local cell, in the arrays' (k, j, i) order; output is then an unstructured grid of quads.
+// curved quadrilaterals (the cubed sphere) gives its cells' corners instead: corners_per_cell x
+// (x, y, z) per local cell, in the arrays' (k, j, i) order; output is then an unstructured grid of
+// quads (4 corners) or of vertices (1 corner: particles, one "cell" per atom).
 struct GridGeometry {
   int ndim = 3;
   double origin[3] = {0, 0, 0};
   double spacing[3] = {1, 1, 1};
   std::function<std::vector<double>()> cell_corners;
+  int corners_per_cell = 4;
 };
 
 struct StateDescription {

@@ -1,6 +1,7 @@
 #include "core/strings.hpp"
 #include "solvers/heat/heat.hpp"
 #include "solvers/lbm/lbm.hpp"
+#include "solvers/md/md.hpp"
 #include "solvers/shallow_water/shallow_water.hpp"
 #include "solvers/model.hpp"
 
@@ -25,6 +26,7 @@ const SolverRegistry& SolverRegistry::all() {
     heat::register_solver(r);
     lbm::register_solver(r);
     sw::register_solver(r);
+    md::register_solver(r);
     return r;
   }();
   return registry;

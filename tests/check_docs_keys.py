@@ -7,7 +7,7 @@ import sys
 
 binary, docs_dir = sys.argv[1], pathlib.Path(sys.argv[2])
 docs = "\n".join(p.read_text() for p in docs_dir.glob("*.md"))
-solvers = ["heat", "lbm", "shallow_water"]
+solvers = ["heat", "lbm", "shallow_water", "md"]
 missing = []
 checked = 0
 for solver in solvers:

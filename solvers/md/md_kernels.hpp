@@ -1,0 +1,43 @@
+#pragma once
+// Molecular dynamics kernels (Lennard-Jones 12-6 over a full Verlet list, velocity Verlet),
+// declared once per backend pass. Atoms are structure-of-arrays: x, y, z each n doubles.
+#include <cstdint>
+
+#include "core/exec.hpp"
+#include "core/kernel_pass.hpp"
+
+namespace cumulus::md {
+
+// Lennard-Jones 12-6 between one pair of types, in the form the force loop wants:
+// F(r) r = r^-6 (lj1 r^-6 - lj2) and U(r) = r^-6 (lj3 r^-6 - lj4) - offset, inside cut2.
+struct LjCoefficients {
+  double cut2 = 0, lj1 = 0, lj2 = 0, lj3 = 0, lj4 = 0, offset = 0;
+};
+
+// Atoms and their list, as raw pointers into one backend's memory (captured by value by kernels).
+struct Atoms {
+  double *x = nullptr, *y = nullptr, *z = nullptr;
+  double *vx = nullptr, *vy = nullptr, *vz = nullptr;
+  double *fx = nullptr, *fy = nullptr, *fz = nullptr;
+  double *pe = nullptr, *virial = nullptr;  // per atom: half of each pair's energy and r . F
+  int *ix = nullptr, *iy = nullptr, *iz = nullptr;  // image counts (box crossings)
+  double *x0 = nullptr, *y0 = nullptr, *z0 = nullptr;  // positions at the last list build
+  const std::int64_t* start = nullptr;  // CSR neighbour list: atom i's neighbours are
+  const int* neighbors = nullptr;       // neighbors[start[i] .. start[i + 1])
+  int n = 0;
+  double box[3] = {0, 0, 0};
+};
+
+#define CUMULUS_MD_KERNELS                                                                           \
+  void forces(const Exec& ex, const Atoms& a, const LjCoefficients& lj);                             \
+  void kick_drift(const Exec& ex, const Atoms& a, double half_dt_over_m, double dt);                 \
+  void kick(const Exec& ex, const Atoms& a, double half_dt_over_m);                                  \
+  double max_displacement2(const Exec& ex, const Atoms& a);                                          \
+  double sum_kinetic(const Exec& ex, const Atoms& a);                                                \
+  double sum_potential(const Exec& ex, const Atoms& a);                                              \
+  double sum_virial(const Exec& ex, const Atoms& a);                                                 \
+  std::int64_t first_bad_atom(const Exec& ex, const Atoms& a);
+CUMULUS_DECLARE_KERNEL_PASSES(kernels, CUMULUS_MD_KERNELS)
+#undef CUMULUS_MD_KERNELS
+
+}  // namespace cumulus::md
