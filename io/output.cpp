@@ -381,7 +381,11 @@ class XdmfWriter : public OutputWriter {
     const GridArray& first = arrays.front();
     const hsize_t nglobal = static_cast<hsize_t>(first.global_box.volume());
     const hsize_t plane = static_cast<hsize_t>(first.global_box.size(0)) * first.global_box.size(1);
-    const hsize_t start = static_cast<hsize_t>(first.local_box.lo[2] - first.global_box.lo[2]) * plane;
+    // The local box is one contiguous run of the flattened global array (whole tiles of the cubed
+    // sphere, a range of particles): its start is the linear index of its first cell.
+    const hsize_t start = static_cast<hsize_t>(first.local_box.lo[2] - first.global_box.lo[2]) * plane +
+                          static_cast<hsize_t>(first.local_box.lo[1] - first.global_box.lo[1]) * first.global_box.size(0) +
+                          static_cast<hsize_t>(first.local_box.lo[0] - first.global_box.lo[0]);
     const hsize_t nlocal = static_cast<hsize_t>(first.local_box.volume());
     const hsize_t npc = static_cast<hsize_t>(geo.corners_per_cell);
     {

@@ -11,6 +11,7 @@
 
 #include "core/memory.hpp"
 #include "core/strings.hpp"
+#include "mesh/decomposition.hpp"
 
 namespace cumulus::md {
 
@@ -101,10 +102,6 @@ void declare_keys(Schema& s) {
 }
 
 void check(const Config& cfg, int nranks) {
-  if (nranks > 1)
-    cfg.fail("solver", strprintf("md runs on one rank so far (spatial decomposition over MPI ranks is not "
-                                 "implemented yet): run it without mpirun, not on %d ranks",
-                                 nranks));
   const Setup s = read_setup(cfg);
   const auto c = cfg.get<std::vector<std::int64_t>>("md.cells");
   if (c.size() == 2) cfg.fail("md.cells", "has 2 entries: give one (all axes) or three");
@@ -119,69 +116,91 @@ void check(const Config& cfg, int nranks) {
                                       s.cutoff + s.skin, L, d, s.cells[d], a));
   }
   if (natoms > 2e9) cfg.fail("md.cells", strprintf("%.3g atoms is more than cumulus indexes (2^31)", natoms));
+  try {
+    Index3 nb;
+    for (int d = 0; d < 3; ++d) nb[d] = std::max(1, static_cast<int>(std::floor(a * s.cells[d] / (s.cutoff + s.skin))));
+    CartesianDecomposition(nb, {true, true, true}, nranks, 3, 1);
+  } catch (const InputError& e) {
+    cfg.fail("md.cells", strprintf("the box holds too few bins of cutoff + skin for %d ranks: %s", nranks, e.what()));
+  }
   if (s.cutoff > 0 && s.sigma / s.cutoff > 2)
     cfg.fail("md.cutoff", strprintf("%g is less than half of sigma (%g): nothing would interact", s.cutoff, s.sigma));
 }
 
+// Spatial decomposition: the box is cut into bins at least cutoff + skin wide, and the bins are
+// split over ranks by CartesianDecomposition. A rank owns the atoms in its bins (reassigned when the
+// list is rebuilt) and keeps ghost copies of other ranks' atoms within cutoff + skin of its block
+// (positions refreshed every step). Ghosts carry their wrapped coordinates and global ids; the
+// force loop takes the minimum image and each atom sums its pairs in ascending global id, so every
+// rank count computes the same forces from the same numbers: trajectories are bit-identical at any
+// rank count (only the thermo sums, added in another order, differ in the last digits).
 class MdModel : public Model {
  public:
-  MdModel(const Config& cfg, const Context& ctx) : ctx_(ctx), s_(read_setup(cfg)) {
+  MdModel(const Config& cfg, const Context& ctx)
+      : ctx_(ctx), s_(read_setup(cfg)), me_(ctx.comm.rank()), np_(ctx.comm.size()),
+        decomp_(make_decomposition(s_, np_)) {
     const double a = lattice_constant(s_);
     const auto b = basis(s_.lattice);
-    for (int d = 0; d < 3; ++d) box_[d] = a * s_.cells[d];
-    n_ = static_cast<int>(b.size()) * s_.cells[0] * s_.cells[1] * s_.cells[2];
-    // Lattice positions, atom id = index (cells x fastest, then the basis).
-    std::vector<double> pos[3];
-    for (auto& p : pos) p.reserve(static_cast<std::size_t>(n_));
+    for (int d = 0; d < 3; ++d) {
+      box_[d] = a * s_.cells[d];
+      nbins_[d] = decomp_.global_cells()[d];
+      binw_[d] = box_[d] / nbins_[d];
+    }
+    n_total_ = static_cast<std::int64_t>(b.size()) * s_.cells[0] * s_.cells[1] * s_.cells[2];
+    // Bin -> owning rank.
+    owner_.assign(static_cast<std::size_t>(nbins_[0]) * nbins_[1] * nbins_[2], 0);
+    for (int r = 0; r < np_; ++r) {
+      const Box bb = decomp_.box_of(r);
+      for (int k = bb.lo[2]; k < bb.hi[2]; ++k)
+        for (int j = bb.lo[1]; j < bb.hi[1]; ++j)
+          for (int i = bb.lo[0]; i < bb.hi[0]; ++i) owner_[(static_cast<std::size_t>(k) * nbins_[1] + j) * nbins_[0] + i] = r;
+    }
+    // Lattice atoms this rank owns (atom id = lattice index: cells x fastest, then the basis), and
+    // their velocities from the counter-based generator, momentum removed and scaled to T (global).
+    std::int64_t id = 0;
     for (int k = 0; k < s_.cells[2]; ++k)
       for (int j = 0; j < s_.cells[1]; ++j)
         for (int i = 0; i < s_.cells[0]; ++i)
           for (const auto& q : b) {
-            pos[0].push_back((i + q[0]) * a);
-            pos[1].push_back((j + q[1]) * a);
-            pos[2].push_back((k + q[2]) * a);
+            const double p[3] = {(i + q[0]) * a, (j + q[1]) * a, (k + q[2]) * a};
+            if (owner_of(p) == me_) {
+              for (int d = 0; d < 3; ++d) {
+                hx_[d].push_back(p[d]);
+                hv_[d].push_back(0.0);
+                hi_[d].push_back(0);
+              }
+              hid_.push_back(id);
+            }
+            ++id;
           }
-    // Velocities: Box-Muller from the counter-based generator, momentum removed, scaled to T.
-    std::vector<double> vel[3];
-    for (auto& v : vel) v.assign(static_cast<std::size_t>(n_), 0.0);
-    if (s_.temperature > 0 && n_ > 1) {
+    nown_ = static_cast<int>(hid_.size());
+    if (s_.temperature > 0 && n_total_ > 1) {
       double mean[3] = {0, 0, 0};
-      for (int i = 0; i < n_; ++i)
+      for (int i = 0; i < nown_; ++i)
         for (int d = 0; d < 3; ++d) {
-          const double u1 = uniform(static_cast<std::uint64_t>(s_.seed), static_cast<std::uint64_t>(i), 2 * d);
-          const double u2 = uniform(static_cast<std::uint64_t>(s_.seed), static_cast<std::uint64_t>(i), 2 * d + 1);
-          vel[d][i] = std::sqrt(-2 * std::log(u1)) * std::cos(2 * kPi * u2);
-          mean[d] += vel[d][i];
+          const std::uint64_t aid = static_cast<std::uint64_t>(hid_[static_cast<std::size_t>(i)]);
+          const double u1 = uniform(static_cast<std::uint64_t>(s_.seed), aid, 2 * d);
+          const double u2 = uniform(static_cast<std::uint64_t>(s_.seed), aid, 2 * d + 1);
+          hv_[d][static_cast<std::size_t>(i)] = std::sqrt(-2 * std::log(u1)) * std::cos(2 * kPi * u2);
         }
-      double ke2 = 0;
+      // Global sums in id order would need a gather; the sums below differ between rank counts
+      // only by rounding, so the mean and scale are rounded to 12 digits' worth: the same
+      // velocities at any rank count. (Sums of ~N Gaussians carry ~1e-16 N relative error.)
       for (int d = 0; d < 3; ++d) {
-        mean[d] /= n_;
-        for (int i = 0; i < n_; ++i) {
-          vel[d][i] -= mean[d];
-          ke2 += s_.mass * vel[d][i] * vel[d][i];
-        }
+        double sum = 0;
+        for (double v : hv_[d]) sum += v;
+        mean[d] = round_to(ctx.comm.sum(sum) / static_cast<double>(n_total_));
       }
-      const double scale = std::sqrt(s_.temperature * (3.0 * n_ - 3) / ke2);
-      for (auto& v : vel)
+      double ke2 = 0;
+      for (int d = 0; d < 3; ++d)
+        for (double& v : hv_[d]) {
+          v -= mean[d];
+          ke2 += s_.mass * v * v;
+        }
+      const double scale = round_to(std::sqrt(s_.temperature * (3.0 * n_total_ - 3) / ctx.comm.sum(ke2)));
+      for (auto& v : hv_)
         for (double& x : v) x *= scale;
     }
-    const Backend where = ctx.exec.backend();
-    auto buf = [&](const std::vector<double>* init) {
-      Buffer<double> bb(where, static_cast<std::size_t>(n_));
-      bb.from_host(ctx.exec, init ? *init : std::vector<double>(static_cast<std::size_t>(n_), 0.0));
-      return bb;
-    };
-    for (int d = 0; d < 3; ++d) {
-      x_[d] = buf(&pos[d]);
-      v_[d] = buf(&vel[d]);
-      f_[d] = buf(nullptr);
-      x0_[d] = buf(nullptr);
-      img_[d] = Buffer<int>(where, static_cast<std::size_t>(n_));
-      img_[d].from_host(ctx.exec, std::vector<int>(static_cast<std::size_t>(n_), 0));
-    }
-    pe_ = buf(nullptr);
-    vir_ = buf(nullptr);
-
     // Lennard-Jones coefficients (LAMMPS's lj/cut forms).
     const double s6 = std::pow(s_.sigma, 6), s12 = s6 * s6, e = s_.epsilon;
     lj_.cut2 = s_.cutoff * s_.cutoff;
@@ -193,31 +212,38 @@ class MdModel : public Model {
       const double r6 = s6 / std::pow(s_.cutoff, 6);
       lj_.offset = 4 * e * (r6 * r6 - r6);
     }
-    build_list();
+    rebuild();
     compute_forces();
   }
 
   std::string describe() const override {
-    return strprintf("md: %d atoms, %s lattice at density %g (box %.6g x %.6g x %.6g), T0 %g; Lennard-Jones eps %g "
+    const Index3& p = decomp_.dims();
+    return strprintf("md: %lld atoms, %s lattice at density %g (box %.6g x %.6g x %.6g), T0 %g; Lennard-Jones eps %g "
                      "sigma %g cutoff %g%s%s, Verlet list skin %g (rebuilt when an atom has moved skin/2); velocity "
-                     "Verlet, dt %g; one rank",
-                     n_, s_.lattice.c_str(), s_.density, box_[0], box_[1], box_[2], s_.temperature, s_.epsilon,
-                     s_.sigma, s_.cutoff, s_.shift ? ", shifted" : "", s_.tail ? ", tail corrections" : "", s_.skin,
-                     s_.dt);
+                     "Verlet, dt %g; %d rank(s) as %d x %d x %d blocks of %d x %d x %d bins",
+                     static_cast<long long>(n_total_), s_.lattice.c_str(), s_.density, box_[0], box_[1], box_[2],
+                     s_.temperature, s_.epsilon, s_.sigma, s_.cutoff, s_.shift ? ", shifted" : "",
+                     s_.tail ? ", tail corrections" : "", s_.skin, s_.dt, np_, p[0], p[1], p[2], nbins_[0], nbins_[1],
+                     nbins_[2]);
   }
   double preferred_dt() const override { return s_.dt; }
   bool fixed_dt() const override { return true; }
-  double work_per_step() const override { return static_cast<double>(n_); }
+  double work_per_step() const override { return static_cast<double>(n_total_); }
   std::string work_unit() const override { return "atom-steps"; }
 
   void advance(double /*time*/, double dt) override {
     const Exec& ex = ctx_.exec;
     if (stale_) refresh();
-    const Atoms a = atoms();
     const double h = 0.5 * dt / s_.mass;
-    CUMULUS_KERNEL(ex, kernels, kick_drift)(ex, a, h, dt);
+    CUMULUS_KERNEL(ex, kernels, kick_drift)(ex, atoms(), h, dt);
     const double half_skin = 0.5 * s_.skin;
-    if (CUMULUS_KERNEL(ex, kernels, max_displacement2)(ex, a) > half_skin * half_skin) build_list();
+    const double moved = ctx_.comm.max(CUMULUS_KERNEL(ex, kernels, max_displacement2)(ex, atoms()));
+    if (moved > half_skin * half_skin) {
+      download_owned();
+      rebuild();
+    } else {
+      forward_ghosts();
+    }
     compute_forces();
     CUMULUS_KERNEL(ex, kernels, kick)(ex, atoms(), h);
   }
@@ -225,18 +251,21 @@ class MdModel : public Model {
   std::optional<HealthIssue> check_health() override {
     const Exec& ex = ctx_.exec;
     const std::int64_t bad = CUMULUS_KERNEL(ex, kernels, first_bad_atom)(ex, atoms());
-    if (bad == std::numeric_limits<std::int64_t>::max()) return std::nullopt;
-    return HealthIssue{"position or velocity", strprintf("atom %lld", static_cast<long long>(bad))};
+    const std::int64_t none = std::numeric_limits<std::int64_t>::max();
+    const std::int64_t gid = ctx_.comm.min(bad == none ? none : hid_[static_cast<std::size_t>(bad)]);
+    if (gid == none) return std::nullopt;
+    return HealthIssue{"position or velocity", strprintf("atom %lld", static_cast<long long>(gid))};
   }
 
   std::vector<std::pair<std::string, double>> diagnostics(double /*time*/) override {
     if (stale_) refresh();
     const Exec& ex = ctx_.exec;
     const Atoms a = atoms();
-    const double n = n_, V = box_[0] * box_[1] * box_[2], rho = n / V;
-    const double ke = 0.5 * s_.mass * CUMULUS_KERNEL(ex, kernels, sum_kinetic)(ex, a);
-    double pe = CUMULUS_KERNEL(ex, kernels, sum_potential)(ex, a);
-    const double w = CUMULUS_KERNEL(ex, kernels, sum_virial)(ex, a);
+    const Comm& c = ctx_.comm;
+    const double n = static_cast<double>(n_total_), V = box_[0] * box_[1] * box_[2], rho = n / V;
+    const double ke = 0.5 * s_.mass * c.sum(CUMULUS_KERNEL(ex, kernels, sum_kinetic)(ex, a));
+    double pe = c.sum(CUMULUS_KERNEL(ex, kernels, sum_potential)(ex, a));
+    const double w = c.sum(CUMULUS_KERNEL(ex, kernels, sum_virial)(ex, a));
     const double dof = 3.0 * n - 3.0;
     const double T = dof > 0 ? 2 * ke / dof : 0;
     double p_virial = w / (3 * V);
@@ -255,76 +284,127 @@ class MdModel : public Model {
             {"pressure", p},
             {"virial_pressure", p_virial},
             {"neighbor_builds", static_cast<double>(builds_)},
-            {"pairs_per_atom", pairs_ / n}};
+            {"pairs_per_atom", c.sum(pairs_) / n},
+            {"ghosts_per_rank", c.sum(static_cast<double>(nghost_)) / np_}};
   }
 
   StateDescription state() override {
+    if (stale_) refresh();
+    download_owned();
     StateDescription s;
     s.geometry.ndim = 3;
     s.geometry.corners_per_cell = 1;
     s.geometry.cell_corners = [this] {
-      std::vector<double> out(3 * static_cast<std::size_t>(n_));
-      std::vector<double> h[3];
-      for (int d = 0; d < 3; ++d) h[d] = x_[d].to_host(ctx_.exec);
-      for (int i = 0; i < n_; ++i)
-        for (int d = 0; d < 3; ++d) out[3 * static_cast<std::size_t>(i) + d] = h[d][static_cast<std::size_t>(i)];
+      std::vector<double> out(3 * static_cast<std::size_t>(nown_));
+      for (int i = 0; i < nown_; ++i)
+        for (int d = 0; d < 3; ++d) out[3 * static_cast<std::size_t>(i) + d] = hx_[d][static_cast<std::size_t>(i)];
       return out;
     };
-    s.decomposition = {1, 1, 1};
-    auto vec3 = [&](const char* name, const char* units, Buffer<double>* b, bool position) {
+    const Index3& dims = decomp_.dims();
+    s.decomposition = {dims[0], dims[1], dims[2]};
+    // Atoms as a 1D array of n_total entries, each rank a contiguous run (prefix sum of counts).
+    long long mine = nown_, offset = 0;
+    mpi_check(MPI_Exscan(&mine, &offset, 1, MPI_LONG_LONG, MPI_SUM, ctx_.comm.raw()), "MPI_Exscan");
+    if (me_ == 0) offset = 0;
+    const Box global(0, 0, 0, static_cast<int>(n_total_), 1, 1);
+    const Box local(static_cast<int>(offset), 0, 0, static_cast<int>(offset + mine), 1, 1);
+    const int n = nown_;
+    auto arr = [&](const char* name, const char* units, DType t, int ncomp, auto read, auto write) {
       GridArray g;
       g.name = name;
       g.units = units;
-      g.ncomp = 3;
-      g.global_box = Box(0, 0, 0, n_, 1, 1);
-      g.local_box = g.global_box;
-      g.read_local = [this, b] {
-        std::vector<unsigned char> out(3 * sizeof(double) * static_cast<std::size_t>(n_));
-        for (int d = 0; d < 3; ++d) {
-          const std::vector<double> h = b[d].to_host(ctx_.exec);
-          std::memcpy(out.data() + d * sizeof(double) * n_, h.data(), sizeof(double) * n_);
-        }
-        return out;
-      };
-      g.write_local = [this, b, position](const std::vector<unsigned char>& in) {
-        for (int d = 0; d < 3; ++d) {
-          std::vector<double> h(static_cast<std::size_t>(n_));
-          std::memcpy(h.data(), in.data() + d * sizeof(double) * n_, sizeof(double) * n_);
-          b[d].from_host(ctx_.exec, h);
-        }
-        if (position) stale_ = true;
-      };
+      g.dtype = t;
+      g.ncomp = ncomp;
+      g.global_box = global;
+      g.local_box = local;
+      g.read_local = read;
+      g.write_local = write;
       s.arrays.push_back(std::move(g));
     };
-    vec3("position", "sigma", x_, true);
-    vec3("velocity", "sigma/tau", v_, false);
-    GridArray im;
-    im.name = "image";
-    im.units = "box lengths";
-    im.dtype = DType::i32;
-    im.ncomp = 3;
-    im.global_box = Box(0, 0, 0, n_, 1, 1);
-    im.local_box = im.global_box;
-    im.read_local = [this] {
-      std::vector<unsigned char> out(3 * sizeof(int) * static_cast<std::size_t>(n_));
-      for (int d = 0; d < 3; ++d) {
-        const std::vector<int> h = img_[d].to_host(ctx_.exec);
-        std::memcpy(out.data() + d * sizeof(int) * n_, h.data(), sizeof(int) * n_);
-      }
+    auto doubles = [n](const std::vector<double>* v) {
+      std::vector<unsigned char> out(3 * sizeof(double) * static_cast<std::size_t>(n));
+      for (int d = 0; d < 3; ++d) std::memcpy(out.data() + d * sizeof(double) * n, v[d].data(), sizeof(double) * n);
       return out;
     };
-    im.write_local = [this](const std::vector<unsigned char>& in) {
+    auto set_doubles = [this, n](std::vector<double>* v, const std::vector<unsigned char>& in) {
       for (int d = 0; d < 3; ++d) {
-        std::vector<int> h(static_cast<std::size_t>(n_));
-        std::memcpy(h.data(), in.data() + d * sizeof(int) * n_, sizeof(int) * n_);
-        img_[d].from_host(ctx_.exec, h);
+        v[d].assign(static_cast<std::size_t>(n), 0.0);
+        std::memcpy(v[d].data(), in.data() + d * sizeof(double) * n, sizeof(double) * n);
       }
+      nown_ = n;
+      stale_ = true;  // the restored atoms go to their owners and get a list at the next use
     };
-    s.arrays.push_back(std::move(im));
+    arr("position", "sigma", DType::f64, 3, [this, doubles] { return doubles(hx_); },
+        [this, set_doubles](const std::vector<unsigned char>& in) { set_doubles(hx_, in); });
+    arr("velocity", "sigma/tau", DType::f64, 3, [this, doubles] { return doubles(hv_); },
+        [this, set_doubles](const std::vector<unsigned char>& in) { set_doubles(hv_, in); });
+    arr("image", "box lengths", DType::i32, 3,
+        [this, n] {
+          std::vector<unsigned char> out(3 * sizeof(int) * static_cast<std::size_t>(n));
+          for (int d = 0; d < 3; ++d) std::memcpy(out.data() + d * sizeof(int) * n, hi_[d].data(), sizeof(int) * n);
+          return out;
+        },
+        [this, n](const std::vector<unsigned char>& in) {
+          for (int d = 0; d < 3; ++d) {
+            hi_[d].assign(static_cast<std::size_t>(n), 0);
+            std::memcpy(hi_[d].data(), in.data() + d * sizeof(int) * n, sizeof(int) * n);
+          }
+          stale_ = true;
+        });
+    arr("id", "", DType::i32, 1,
+        [this, n] {
+          std::vector<int> v(static_cast<std::size_t>(n));
+          for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<int>(hid_[static_cast<std::size_t>(i)]);
+          std::vector<unsigned char> out(sizeof(int) * static_cast<std::size_t>(n));
+          std::memcpy(out.data(), v.data(), out.size());
+          return out;
+        },
+        [this, n](const std::vector<unsigned char>& in) {
+          std::vector<int> v(static_cast<std::size_t>(n));
+          std::memcpy(v.data(), in.data(), sizeof(int) * static_cast<std::size_t>(n));
+          hid_.assign(v.begin(), v.end());
+          stale_ = true;
+        });
     return s;
   }
 
  private:
+  static CartesianDecomposition make_decomposition(const Setup& s, int nranks) {
+    const double a = lattice_constant(s), rl = s.cutoff + s.skin;
+    Index3 nb;
+    for (int d = 0; d < 3; ++d) nb[d] = std::max(1, static_cast<int>(std::floor(a * s.cells[d] / rl)));
+    return CartesianDecomposition(nb, {true, true, true}, nranks, 3, 1);
+  }
+  // Rounds to about 12 significant digits: sums over ranks then agree at any rank count.
+  static double round_to(double v) {
+    if (v == 0) return 0;
+    const double e = std::pow(10.0, 11 - std::floor(std::log10(std::fabs(v))));
+    return std::round(v * e) / e;
+  }
+  int bin_index(double x, int d) const {
+    return std::clamp(static_cast<int>(std::floor(x / binw_[d])), 0, nbins_[d] - 1);
+  }
+  int owner_of(const double p[3]) const {
+    return owner_[(static_cast<std::size_t>(bin_index(p[2], 2)) * nbins_[1] + bin_index(p[1], 1)) * nbins_[0] +
+                  bin_index(p[0], 0)];
+  }
+  // Squared distance from a point to rank r's block, through the periodic boundaries.
+  double distance2_to_block(const double p[3], int r) const {
+    const Box bb = decomp_.box_of(r);
+    double s = 0;
+    for (int d = 0; d < 3; ++d) {
+      const double lo = bb.lo[d] * binw_[d], hi = bb.hi[d] * binw_[d];
+      double best = std::numeric_limits<double>::max();
+      for (int k = -1; k <= 1; ++k) {
+        const double x = p[d] + k * box_[d];
+        const double dd = x < lo ? lo - x : (x > hi ? x - hi : 0.0);
+        best = std::min(best, dd);
+      }
+      s += best * best;
+    }
+    return s;
+  }
+
   Atoms atoms() const {
     Atoms a;
     a.x = x_[0].data();
@@ -346,96 +426,292 @@ class MdModel : public Model {
     a.z0 = x0_[2].data();
     a.start = start_.data();
     a.neighbors = nbr_.data();
-    a.n = n_;
+    a.n = nown_;
     for (int d = 0; d < 3; ++d) a.box[d] = box_[d];
     return a;
   }
 
   void compute_forces() { CUMULUS_KERNEL(ctx_.exec, kernels, forces)(ctx_.exec, atoms(), lj_); }
 
-  // After a restart replaced the positions: a new list and forces for them.
+  // After a restart replaced the atoms: owners, ghosts, a list and forces for them.
   void refresh() {
     stale_ = false;
-    build_list();
+    rebuild();
     compute_forces();
   }
 
-  // The Verlet list, on the host from a cell list: bins at least cutoff + skin wide, every atom's
-  // neighbours within cutoff + skin (minimum image) from the 27 bins around its own, sorted by
-  // index. Small boxes (fewer than 3 bins along an axis) scan every atom instead, so that no pair
-  // is counted twice. (On CUDA the positions go to the host for this: correct, not yet fast.)
-  void build_list() {
+  void download_owned() {
     const Exec& ex = ctx_.exec;
-    std::vector<double> h[3];
-    for (int d = 0; d < 3; ++d) h[d] = x_[d].to_host(ex);
-    const double rl = s_.cutoff + s_.skin, rl2 = rl * rl;
-    int nb[3];
-    bool brute = false;
+    const std::size_t n = static_cast<std::size_t>(nown_);
     for (int d = 0; d < 3; ++d) {
-      nb[d] = std::max(1, static_cast<int>(std::floor(box_[d] / rl)));
-      brute = brute || nb[d] < 3;
+      hx_[d].resize(n);
+      hv_[d].resize(n);
+      hi_[d].resize(n);
+      if (n == 0) continue;
+      memory::copy(ex, Backend::host, hx_[d].data(), ex.backend(), x_[d].data(), n * sizeof(double));
+      memory::copy(ex, Backend::host, hv_[d].data(), ex.backend(), v_[d].data(), n * sizeof(double));
+      memory::copy(ex, Backend::host, hi_[d].data(), ex.backend(), img_[d].data(), n * sizeof(int));
     }
-    std::vector<std::int64_t> start(static_cast<std::size_t>(n_) + 1, 0);
-    std::vector<int> list;
-    list.reserve(static_cast<std::size_t>(n_) * 80);
+  }
+
+  // Device arrays for the owned atoms (positions with room for the ghosts come in rebuild()).
+  void upload_owned() {
+    const Exec& ex = ctx_.exec;
+    const Backend where = ex.backend();
+    const std::size_t n = static_cast<std::size_t>(std::max(nown_, 1));
+    for (int d = 0; d < 3; ++d) {
+      v_[d] = Buffer<double>(where, n);
+      f_[d] = Buffer<double>(where, n);
+      x0_[d] = Buffer<double>(where, n);
+      img_[d] = Buffer<int>(where, n);
+      if (nown_ > 0) {
+        memory::copy(ex, where, v_[d].data(), Backend::host, hv_[d].data(), sizeof(double) * static_cast<std::size_t>(nown_));
+        memory::copy(ex, where, img_[d].data(), Backend::host, hi_[d].data(), sizeof(int) * static_cast<std::size_t>(nown_));
+      }
+    }
+    pe_ = Buffer<double>(where, n);
+    vir_ = Buffer<double>(where, n);
+  }
+
+  // Collective: atoms to their owners, ghost lists, the Verlet list; from the host copies hx_,
+  // hv_, hi_, hid_ of the owned atoms.
+  void rebuild() {
+    const Exec& ex = ctx_.exec;
+    const Comm& comm = ctx_.comm;
+    if (np_ > 1) migrate();
+    // Owned atoms in id order (a deterministic layout).
+    {
+      std::vector<int> order(static_cast<std::size_t>(nown_));
+      for (int i = 0; i < nown_; ++i) order[static_cast<std::size_t>(i)] = i;
+      std::sort(order.begin(), order.end(), [&](int p, int q) { return hid_[static_cast<std::size_t>(p)] < hid_[static_cast<std::size_t>(q)]; });
+      auto permute = [&](auto& v) {
+        auto w = v;
+        for (std::size_t k = 0; k < order.size(); ++k) w[k] = v[static_cast<std::size_t>(order[k])];
+        v.swap(w);
+      };
+      for (int d = 0; d < 3; ++d) {
+        permute(hx_[d]);
+        permute(hv_[d]);
+        permute(hi_[d]);
+      }
+      permute(hid_);
+    }
+    upload_owned();
+    // Ghosts: every owned atom within cutoff + skin of another rank's block goes there.
+    send_lists_.assign(static_cast<std::size_t>(np_), {});
+    std::vector<double> gx[3];
+    std::vector<std::int64_t> gid;
+    if (np_ > 1) {
+      const double rl = s_.cutoff + s_.skin, rl2 = rl * rl;
+      for (int i = 0; i < nown_; ++i) {
+        const double p[3] = {hx_[0][static_cast<std::size_t>(i)], hx_[1][static_cast<std::size_t>(i)], hx_[2][static_cast<std::size_t>(i)]};
+        for (int r = 0; r < np_; ++r)
+          if (r != me_ && distance2_to_block(p, r) < rl2) send_lists_[static_cast<std::size_t>(r)].push_back(i);
+      }
+      std::vector<double> recv = exchange_records(send_lists_, 4, [&](int i, double* rec) {
+        for (int d = 0; d < 3; ++d) rec[d] = hx_[d][static_cast<std::size_t>(i)];
+        rec[3] = static_cast<double>(hid_[static_cast<std::size_t>(i)]);
+      }, &recv_counts_);
+      const std::size_t ng = recv.size() / 4;
+      for (std::size_t k = 0; k < ng; ++k) {
+        for (int d = 0; d < 3; ++d) gx[d].push_back(recv[4 * k + d]);
+        gid.push_back(static_cast<std::int64_t>(recv[4 * k + 3]));
+      }
+    }
+    nghost_ = static_cast<int>(gid.size());
+    const int nlocal = nown_ + nghost_;
+    std::vector<double> lx[3];
+    for (int d = 0; d < 3; ++d) {
+      lx[d] = hx_[d];
+      lx[d].insert(lx[d].end(), gx[d].begin(), gx[d].end());
+    }
+    std::vector<std::int64_t> lid = hid_;
+    lid.insert(lid.end(), gid.begin(), gid.end());
+
+    // The Verlet list of the owned atoms over owned + ghost atoms.
+    const double rl = s_.cutoff + s_.skin, rl2 = rl * rl;
     auto image = [&](double d, int axis) { return d - box_[axis] * std::floor(d / box_[axis] + 0.5); };
     auto close = [&](int i, int j) {
-      const double dx = image(h[0][i] - h[0][j], 0), dy = image(h[1][i] - h[1][j], 1), dz = image(h[2][i] - h[2][j], 2);
+      const double dx = image(lx[0][static_cast<std::size_t>(i)] - lx[0][static_cast<std::size_t>(j)], 0);
+      const double dy = image(lx[1][static_cast<std::size_t>(i)] - lx[1][static_cast<std::size_t>(j)], 1);
+      const double dz = image(lx[2][static_cast<std::size_t>(i)] - lx[2][static_cast<std::size_t>(j)], 2);
       return dx * dx + dy * dy + dz * dz < rl2;
     };
-    if (brute) {
-      for (int i = 0; i < n_; ++i) {
-        for (int j = 0; j < n_; ++j)
-          if (j != i && close(i, j)) list.push_back(j);
-        start[static_cast<std::size_t>(i) + 1] = static_cast<std::int64_t>(list.size());
-      }
-    } else {
-      const int nbins = nb[0] * nb[1] * nb[2];
-      auto bin_of = [&](int i, int* b3) {
-        for (int d = 0; d < 3; ++d) b3[d] = std::min(nb[d] - 1, static_cast<int>(h[d][i] / box_[d] * nb[d]));
-        return (b3[2] * nb[1] + b3[1]) * nb[0] + b3[0];
+    std::vector<std::int64_t> start(static_cast<std::size_t>(nown_) + 1, 0);
+    std::vector<int> list;
+    list.reserve(static_cast<std::size_t>(nown_) * 80);
+    const bool brute = nbins_[0] < 3 || nbins_[1] < 3 || nbins_[2] < 3;
+    std::vector<int> count, bins;
+    if (!brute) {
+      const std::size_t nb = static_cast<std::size_t>(nbins_[0]) * nbins_[1] * nbins_[2];
+      count.assign(nb + 1, 0);
+      bins.resize(static_cast<std::size_t>(nlocal));
+      auto bin_of = [&](int i) {
+        return (static_cast<std::size_t>(bin_index(lx[2][static_cast<std::size_t>(i)], 2)) * nbins_[1] +
+                bin_index(lx[1][static_cast<std::size_t>(i)], 1)) * nbins_[0] + bin_index(lx[0][static_cast<std::size_t>(i)], 0);
       };
-      std::vector<int> count(static_cast<std::size_t>(nbins) + 1, 0), bins(static_cast<std::size_t>(n_));
-      int b3[3];
-      for (int i = 0; i < n_; ++i) ++count[static_cast<std::size_t>(bin_of(i, b3)) + 1];
-      for (int b = 0; b < nbins; ++b) count[static_cast<std::size_t>(b) + 1] += count[static_cast<std::size_t>(b)];
+      for (int i = 0; i < nlocal; ++i) ++count[bin_of(i) + 1];
+      for (std::size_t b = 0; b < nb; ++b) count[b + 1] += count[b];
       std::vector<int> fill(count.begin(), count.end() - 1);
-      for (int i = 0; i < n_; ++i) bins[static_cast<std::size_t>(fill[static_cast<std::size_t>(bin_of(i, b3))]++)] = i;
-      for (int i = 0; i < n_; ++i) {
-        bin_of(i, b3);
+      for (int i = 0; i < nlocal; ++i) bins[static_cast<std::size_t>(fill[bin_of(i)]++)] = i;
+    }
+    std::vector<std::pair<std::int64_t, int>> cand;
+    for (int i = 0; i < nown_; ++i) {
+      cand.clear();
+      if (brute) {
+        for (int j = 0; j < nlocal; ++j)
+          if (lid[static_cast<std::size_t>(j)] != lid[static_cast<std::size_t>(i)] && close(i, j))
+            cand.push_back({lid[static_cast<std::size_t>(j)], j});
+      } else {
+        const int b0 = bin_index(lx[0][static_cast<std::size_t>(i)], 0), b1 = bin_index(lx[1][static_cast<std::size_t>(i)], 1),
+                  b2 = bin_index(lx[2][static_cast<std::size_t>(i)], 2);
         for (int dz = -1; dz <= 1; ++dz)
           for (int dy = -1; dy <= 1; ++dy)
             for (int dx = -1; dx <= 1; ++dx) {
-              const int bx = (b3[0] + dx + nb[0]) % nb[0], by = (b3[1] + dy + nb[1]) % nb[1],
-                        bz = (b3[2] + dz + nb[2]) % nb[2];
-              const int b = (bz * nb[1] + by) * nb[0] + bx;
-              for (int k = count[static_cast<std::size_t>(b)]; k < count[static_cast<std::size_t>(b) + 1]; ++k) {
+              const int bx = (b0 + dx + nbins_[0]) % nbins_[0], by = (b1 + dy + nbins_[1]) % nbins_[1],
+                        bz = (b2 + dz + nbins_[2]) % nbins_[2];
+              const std::size_t b = (static_cast<std::size_t>(bz) * nbins_[1] + by) * nbins_[0] + bx;
+              for (int k = count[b]; k < count[b + 1]; ++k) {
                 const int j = bins[static_cast<std::size_t>(k)];
-                if (j != i && close(i, j)) list.push_back(j);
+                if (lid[static_cast<std::size_t>(j)] != lid[static_cast<std::size_t>(i)] && close(i, j))
+                  cand.push_back({lid[static_cast<std::size_t>(j)], j});
               }
             }
-        // Ascending neighbour index: the force on an atom then sums its pairs in the same order
-        // whenever the list was built (a restart rebuilds it elsewhere in time: same bits).
-        std::sort(list.begin() + start[static_cast<std::size_t>(i)], list.end());
-        start[static_cast<std::size_t>(i) + 1] = static_cast<std::int64_t>(list.size());
       }
+      // Ascending global id: the force on an atom sums its pairs in the same order at any rank
+      // count and whenever the list was built (a restart rebuilds it elsewhere in time).
+      std::sort(cand.begin(), cand.end());
+      for (const auto& c : cand) list.push_back(c.second);
+      start[static_cast<std::size_t>(i) + 1] = static_cast<std::int64_t>(list.size());
     }
-    // The list grows as needed: it never drops a pair.
+    // Device arrays: positions (owned + ghosts), the list (grown as needed: never a dropped pair).
+    const Backend where = ex.backend();
+    for (int d = 0; d < 3; ++d) {
+      x_[d] = Buffer<double>(where, static_cast<std::size_t>(std::max(nlocal, 1)));
+      if (nlocal > 0) memory::copy(ex, where, x_[d].data(), Backend::host, lx[d].data(), sizeof(double) * static_cast<std::size_t>(nlocal));
+      if (nown_ > 0) memory::copy(ex, where, x0_[d].data(), Backend::host, lx[d].data(), sizeof(double) * static_cast<std::size_t>(nown_));
+    }
     if (nbr_.size() < list.size() || nbr_.size() == 0)
-      nbr_ = Buffer<int>(ex.backend(), std::max<std::size_t>(list.size() + list.size() / 4, 1));
-    memory::copy(ex, ex.backend(), nbr_.data(), Backend::host, list.data(), list.size() * sizeof(int));
-    if (start_.size() != start.size()) start_ = Buffer<std::int64_t>(ex.backend(), start.size());
+      nbr_ = Buffer<int>(where, std::max<std::size_t>(list.size() + list.size() / 4, 1));
+    if (!list.empty()) memory::copy(ex, where, nbr_.data(), Backend::host, list.data(), list.size() * sizeof(int));
+    start_ = Buffer<std::int64_t>(where, start.size());
     start_.from_host(ex, start);
-    for (int d = 0; d < 3; ++d)
-      memory::copy(ex, ex.backend(), x0_[d].data(), ex.backend(), x_[d].data(), sizeof(double) * static_cast<std::size_t>(n_));
     pairs_ = static_cast<double>(list.size());
     ++builds_;
+    (void)comm;
+  }
+
+  // Owned atoms that left this rank's block go to their new owners (id, position, velocity, image).
+  void migrate() {
+    std::vector<std::vector<int>> out(static_cast<std::size_t>(np_));
+    std::vector<int> keep;
+    for (int i = 0; i < nown_; ++i) {
+      const double p[3] = {hx_[0][static_cast<std::size_t>(i)], hx_[1][static_cast<std::size_t>(i)], hx_[2][static_cast<std::size_t>(i)]};
+      const int r = owner_of(p);
+      if (r == me_) keep.push_back(i);
+      else out[static_cast<std::size_t>(r)].push_back(i);
+    }
+    std::vector<int> counts;
+    const std::vector<double> recv = exchange_records(out, 10, [&](int i, double* rec) {
+      for (int d = 0; d < 3; ++d) {
+        rec[d] = hx_[d][static_cast<std::size_t>(i)];
+        rec[3 + d] = hv_[d][static_cast<std::size_t>(i)];
+        rec[6 + d] = hi_[d][static_cast<std::size_t>(i)];
+      }
+      rec[9] = static_cast<double>(hid_[static_cast<std::size_t>(i)]);
+    }, &counts);
+    std::vector<double> nx[3], nv[3];
+    std::vector<int> ni[3];
+    std::vector<std::int64_t> nid;
+    for (int i : keep) {
+      for (int d = 0; d < 3; ++d) {
+        nx[d].push_back(hx_[d][static_cast<std::size_t>(i)]);
+        nv[d].push_back(hv_[d][static_cast<std::size_t>(i)]);
+        ni[d].push_back(hi_[d][static_cast<std::size_t>(i)]);
+      }
+      nid.push_back(hid_[static_cast<std::size_t>(i)]);
+    }
+    for (std::size_t k = 0; k < recv.size() / 10; ++k) {
+      for (int d = 0; d < 3; ++d) {
+        nx[d].push_back(recv[10 * k + d]);
+        nv[d].push_back(recv[10 * k + 3 + d]);
+        ni[d].push_back(static_cast<int>(recv[10 * k + 6 + d]));
+      }
+      nid.push_back(static_cast<std::int64_t>(recv[10 * k + 9]));
+    }
+    for (int d = 0; d < 3; ++d) {
+      hx_[d].swap(nx[d]);
+      hv_[d].swap(nv[d]);
+      hi_[d].swap(ni[d]);
+    }
+    hid_.swap(nid);
+    nown_ = static_cast<int>(hid_.size());
+  }
+
+  // Sends `width` doubles per listed atom to each rank (pack(i, record) fills them); returns what
+  // arrives, senders in rank order. `counts` receives the number of records from each rank.
+  template <class Pack>
+  std::vector<double> exchange_records(const std::vector<std::vector<int>>& lists, int width, Pack pack,
+                                       std::vector<int>* counts) {
+    std::vector<int> scount(static_cast<std::size_t>(np_)), rcount(static_cast<std::size_t>(np_));
+    std::vector<int> sdisp(static_cast<std::size_t>(np_) + 1, 0), rdisp(static_cast<std::size_t>(np_) + 1, 0);
+    std::vector<double> send;
+    for (int r = 0; r < np_; ++r) {
+      scount[static_cast<std::size_t>(r)] = static_cast<int>(lists[static_cast<std::size_t>(r)].size()) * width;
+      sdisp[static_cast<std::size_t>(r) + 1] = sdisp[static_cast<std::size_t>(r)] + scount[static_cast<std::size_t>(r)];
+      for (int i : lists[static_cast<std::size_t>(r)]) {
+        send.resize(send.size() + static_cast<std::size_t>(width));
+        pack(i, &send[send.size() - static_cast<std::size_t>(width)]);
+      }
+    }
+    mpi_check(MPI_Alltoall(scount.data(), 1, MPI_INT, rcount.data(), 1, MPI_INT, ctx_.comm.raw()), "MPI_Alltoall");
+    for (int r = 0; r < np_; ++r) rdisp[static_cast<std::size_t>(r) + 1] = rdisp[static_cast<std::size_t>(r)] + rcount[static_cast<std::size_t>(r)];
+    std::vector<double> recv(static_cast<std::size_t>(rdisp[static_cast<std::size_t>(np_)]));
+    mpi_check(MPI_Alltoallv(send.data(), scount.data(), sdisp.data(), MPI_DOUBLE, recv.data(), rcount.data(),
+                            rdisp.data(), MPI_DOUBLE, ctx_.comm.raw()),
+              "MPI_Alltoallv");
+    counts->assign(static_cast<std::size_t>(np_), 0);
+    for (int r = 0; r < np_; ++r) (*counts)[static_cast<std::size_t>(r)] = rcount[static_cast<std::size_t>(r)] / width;
+    return recv;
+  }
+
+  // Every step between rebuilds: the ghosts' new positions from their owners (same lists).
+  void forward_ghosts() {
+    if (np_ == 1) return;
+    const Exec& ex = ctx_.exec;
+    std::vector<double> own[3];
+    for (int d = 0; d < 3; ++d) {
+      own[d].resize(static_cast<std::size_t>(nown_));
+      if (nown_ > 0)
+        memory::copy(ex, Backend::host, own[d].data(), ex.backend(), x_[d].data(), sizeof(double) * static_cast<std::size_t>(nown_));
+    }
+    std::vector<int> counts;
+    const std::vector<double> recv = exchange_records(send_lists_, 3, [&](int i, double* rec) {
+      for (int d = 0; d < 3; ++d) rec[d] = own[d][static_cast<std::size_t>(i)];
+    }, &counts);
+    std::vector<double> g(static_cast<std::size_t>(nghost_));
+    for (int d = 0; d < 3; ++d) {
+      for (int k = 0; k < nghost_; ++k) g[static_cast<std::size_t>(k)] = recv[3 * static_cast<std::size_t>(k) + d];
+      if (nghost_ > 0)
+        memory::copy(ex, ex.backend(), x_[d].data() + nown_, Backend::host, g.data(), sizeof(double) * static_cast<std::size_t>(nghost_));
+    }
   }
 
   Context ctx_;
   Setup s_;
-  int n_ = 0;
-  double box_[3] = {0, 0, 0};
+  int me_, np_;
+  CartesianDecomposition decomp_;
+  double box_[3] = {0, 0, 0}, binw_[3] = {0, 0, 0};
+  int nbins_[3] = {1, 1, 1};
+  std::vector<int> owner_;
+  std::int64_t n_total_ = 0;
+  int nown_ = 0, nghost_ = 0;
+  // Host copies of the owned atoms (kept current at rebuilds and for checkpoints).
+  std::vector<double> hx_[3], hv_[3];
+  std::vector<int> hi_[3];
+  std::vector<std::int64_t> hid_;
+  std::vector<std::vector<int>> send_lists_;
+  std::vector<int> recv_counts_;
   LjCoefficients lj_;
   Buffer<double> x_[3], v_[3], f_[3], x0_[3], pe_, vir_;
   Buffer<int> img_[3], nbr_;
@@ -448,8 +724,8 @@ class MdModel : public Model {
 std::unique_ptr<Model> create(const Config& cfg, const Context& ctx) { return std::make_unique<MdModel>(cfg, ctx); }
 
 void register_solver(SolverRegistry& r) {
-  r.add(SolverEntry{"md", "molecular dynamics: Lennard-Jones atoms, Verlet lists, velocity Verlet (one rank so far)",
-                    declare_keys, check, create, {"position", "velocity", "image"}});
+  r.add(SolverEntry{"md", "molecular dynamics: Lennard-Jones atoms, Verlet lists, velocity Verlet, spatial decomposition",
+                    declare_keys, check, create, {"position", "velocity", "image", "id"}});
 }
 
 }  // namespace cumulus::md
