@@ -24,6 +24,8 @@ struct Setup {
   std::array<int, 3> cells{1, 1, 1};
   std::int64_t seed = 0;
   bool shift = false, tail = false;
+  std::string thermostat;
+  double damping = 1, t_bath = 0;
 };
 
 Setup read_setup(const Config& cfg) {
@@ -42,6 +44,10 @@ Setup read_setup(const Config& cfg) {
   s.dt = cfg.get<double>("md.dt");
   s.shift = cfg.get<bool>("md.shift");
   s.tail = cfg.get<bool>("md.tail_correction");
+  s.thermostat = cfg.get<std::string>("md.thermostat");
+  s.damping = cfg.get<double>("md.langevin_damping");
+  s.t_bath = cfg.get<double>("md.thermostat_temperature");
+  if (s.t_bath < 0) s.t_bath = s.temperature;
   return s;
 }
 
@@ -96,6 +102,14 @@ void declare_keys(Schema& s) {
   s.key("md.mass", ValueType::real, "Atom mass").def(1.0).positive();
   s.key("md.dt", ValueType::real, "Time step (reduced time units, tau)").def(0.005).positive();
   s.key("md.shift", ValueType::boolean, "Shift the potential to zero at the cutoff").def(false);
+  s.key("md.thermostat", ValueType::string,
+        "none (NVE, velocity Verlet) or langevin (NVT, BAOAB; random numbers keyed by seed, atom id and step)")
+      .def(std::string("none"))
+      .one_of({"none", "langevin"});
+  s.key("md.langevin_damping", ValueType::real, "Langevin damping time 1/gamma (tau)").def(1.0).positive();
+  s.key("md.thermostat_temperature", ValueType::real, "Bath temperature of the thermostat (-1: md.temperature)")
+      .def(-1.0)
+      .at_least(-1);
   s.key("md.tail_correction", ValueType::boolean,
         "Add the analytic tail corrections (beyond the cutoff, uniform density) to energy and pressure")
       .def(false);
@@ -170,6 +184,7 @@ class MdModel : public Model {
                 hi_[d].push_back(0);
               }
               hid_.push_back(id);
+              hw_.push_back(0.0);
             }
             ++id;
           }
@@ -220,22 +235,32 @@ class MdModel : public Model {
     const Index3& p = decomp_.dims();
     return strprintf("md: %lld atoms, %s lattice at density %g (box %.6g x %.6g x %.6g), T0 %g; Lennard-Jones eps %g "
                      "sigma %g cutoff %g%s%s, Verlet list skin %g (rebuilt when an atom has moved skin/2); velocity "
-                     "Verlet, dt %g; %d rank(s) as %d x %d x %d blocks of %d x %d x %d bins",
+                     "Verlet, dt %g%s; %d rank(s) as %d x %d x %d blocks of %d x %d x %d bins",
                      static_cast<long long>(n_total_), s_.lattice.c_str(), s_.density, box_[0], box_[1], box_[2],
                      s_.temperature, s_.epsilon, s_.sigma, s_.cutoff, s_.shift ? ", shifted" : "",
-                     s_.tail ? ", tail corrections" : "", s_.skin, s_.dt, np_, p[0], p[1], p[2], nbins_[0], nbins_[1],
-                     nbins_[2]);
+                     s_.tail ? ", tail corrections" : "", s_.skin, s_.dt,
+                     s_.thermostat == "langevin"
+                         ? strprintf("; Langevin thermostat (BAOAB) at T %g, damping time %g", s_.t_bath, s_.damping).c_str()
+                         : "; NVE",
+                     np_, p[0], p[1], p[2], nbins_[0], nbins_[1], nbins_[2]);
   }
   double preferred_dt() const override { return s_.dt; }
   bool fixed_dt() const override { return true; }
   double work_per_step() const override { return static_cast<double>(n_total_); }
   std::string work_unit() const override { return "atom-steps"; }
 
-  void advance(double /*time*/, double dt) override {
+  void advance(double time, double dt) override {
     const Exec& ex = ctx_.exec;
     if (stale_) refresh();
     const double h = 0.5 * dt / s_.mass;
-    CUMULUS_KERNEL(ex, kernels, kick_drift)(ex, atoms(), h, dt);
+    if (s_.thermostat == "langevin") {
+      const double c1 = std::exp(-dt / s_.damping), c2 = std::sqrt((1 - c1 * c1) * s_.t_bath / s_.mass);
+      const std::uint64_t step = static_cast<std::uint64_t>(std::llround(time / dt));
+      CUMULUS_KERNEL(ex, kernels, kick_drift_langevin)(ex, atoms(), h, dt, c1, c2, s_.mass,
+                                                       static_cast<std::uint64_t>(s_.seed) ^ 0x5DEECE66Dull, step);
+    } else {
+      CUMULUS_KERNEL(ex, kernels, kick_drift)(ex, atoms(), h, dt);
+    }
     const double half_skin = 0.5 * s_.skin;
     const double moved = ctx_.comm.max(CUMULUS_KERNEL(ex, kernels, max_displacement2)(ex, atoms()));
     if (moved > half_skin * half_skin) {
@@ -276,11 +301,12 @@ class MdModel : public Model {
       p_virial += (16.0 / 3.0) * kPi * rho * rho * s_.epsilon * s3 * (2.0 / 3 * sr9 - sr3);
     }
     const double p = dof * T / (3 * V) + p_virial;
+    const double work = c.sum(CUMULUS_KERNEL(ex, kernels, sum_work)(ex, a));
     return {{"temperature", T},
             {"pe_per_atom", pe / n},
             {"ke_per_atom", ke / n},
             {"etotal_per_atom", (pe + ke) / n},
-            {"conserved_per_atom", (pe + ke) / n},
+            {"conserved_per_atom", (pe + ke + work) / n},
             {"pressure", p},
             {"virial_pressure", p_virial},
             {"neighbor_builds", static_cast<double>(builds_)},
@@ -349,6 +375,17 @@ class MdModel : public Model {
             hi_[d].assign(static_cast<std::size_t>(n), 0);
             std::memcpy(hi_[d].data(), in.data() + d * sizeof(int) * n, sizeof(int) * n);
           }
+          stale_ = true;
+        });
+    arr("thermostat_work", "epsilon", DType::f64, 1,
+        [this, n] {
+          std::vector<unsigned char> out(sizeof(double) * static_cast<std::size_t>(n));
+          if (n > 0) std::memcpy(out.data(), hw_.data(), out.size());
+          return out;
+        },
+        [this, n](const std::vector<unsigned char>& in) {
+          hw_.assign(static_cast<std::size_t>(n), 0.0);
+          if (n > 0) std::memcpy(hw_.data(), in.data(), sizeof(double) * static_cast<std::size_t>(n));
           stale_ = true;
         });
     arr("id", "", DType::i32, 1,
@@ -426,6 +463,8 @@ class MdModel : public Model {
     a.z0 = x0_[2].data();
     a.start = start_.data();
     a.neighbors = nbr_.data();
+    a.work = work_.data();
+    a.id = idd_.data();
     a.n = nown_;
     for (int d = 0; d < 3; ++d) a.box[d] = box_[d];
     return a;
@@ -443,6 +482,8 @@ class MdModel : public Model {
   void download_owned() {
     const Exec& ex = ctx_.exec;
     const std::size_t n = static_cast<std::size_t>(nown_);
+    hw_.resize(n);
+    if (n > 0) memory::copy(ex, Backend::host, hw_.data(), ex.backend(), work_.data(), n * sizeof(double));
     for (int d = 0; d < 3; ++d) {
       hx_[d].resize(n);
       hv_[d].resize(n);
@@ -471,6 +512,12 @@ class MdModel : public Model {
     }
     pe_ = Buffer<double>(where, n);
     vir_ = Buffer<double>(where, n);
+    work_ = Buffer<double>(where, n);
+    idd_ = Buffer<std::int64_t>(where, n);
+    if (nown_ > 0) {
+      memory::copy(ex, where, work_.data(), Backend::host, hw_.data(), sizeof(double) * static_cast<std::size_t>(nown_));
+      memory::copy(ex, where, idd_.data(), Backend::host, hid_.data(), sizeof(std::int64_t) * static_cast<std::size_t>(nown_));
+    }
   }
 
   // Collective: atoms to their owners, ghost lists, the Verlet list; from the host copies hx_,
@@ -495,6 +542,7 @@ class MdModel : public Model {
         permute(hi_[d]);
       }
       permute(hid_);
+      permute(hw_);
     }
     upload_owned();
     // Ghosts: every owned atom within cutoff + skin of another rank's block goes there.
@@ -612,18 +660,21 @@ class MdModel : public Model {
       else out[static_cast<std::size_t>(r)].push_back(i);
     }
     std::vector<int> counts;
-    const std::vector<double> recv = exchange_records(out, 10, [&](int i, double* rec) {
+    const std::vector<double> recv = exchange_records(out, 11, [&](int i, double* rec) {
       for (int d = 0; d < 3; ++d) {
         rec[d] = hx_[d][static_cast<std::size_t>(i)];
         rec[3 + d] = hv_[d][static_cast<std::size_t>(i)];
         rec[6 + d] = hi_[d][static_cast<std::size_t>(i)];
       }
       rec[9] = static_cast<double>(hid_[static_cast<std::size_t>(i)]);
+      rec[10] = hw_[static_cast<std::size_t>(i)];
     }, &counts);
     std::vector<double> nx[3], nv[3];
     std::vector<int> ni[3];
     std::vector<std::int64_t> nid;
+    std::vector<double> nw;
     for (int i : keep) {
+      nw.push_back(hw_[static_cast<std::size_t>(i)]);
       for (int d = 0; d < 3; ++d) {
         nx[d].push_back(hx_[d][static_cast<std::size_t>(i)]);
         nv[d].push_back(hv_[d][static_cast<std::size_t>(i)]);
@@ -631,13 +682,14 @@ class MdModel : public Model {
       }
       nid.push_back(hid_[static_cast<std::size_t>(i)]);
     }
-    for (std::size_t k = 0; k < recv.size() / 10; ++k) {
+    for (std::size_t k = 0; k < recv.size() / 11; ++k) {
       for (int d = 0; d < 3; ++d) {
-        nx[d].push_back(recv[10 * k + d]);
-        nv[d].push_back(recv[10 * k + 3 + d]);
-        ni[d].push_back(static_cast<int>(recv[10 * k + 6 + d]));
+        nx[d].push_back(recv[11 * k + d]);
+        nv[d].push_back(recv[11 * k + 3 + d]);
+        ni[d].push_back(static_cast<int>(recv[11 * k + 6 + d]));
       }
-      nid.push_back(static_cast<std::int64_t>(recv[10 * k + 9]));
+      nid.push_back(static_cast<std::int64_t>(recv[11 * k + 9]));
+      nw.push_back(recv[11 * k + 10]);
     }
     for (int d = 0; d < 3; ++d) {
       hx_[d].swap(nx[d]);
@@ -645,6 +697,7 @@ class MdModel : public Model {
       hi_[d].swap(ni[d]);
     }
     hid_.swap(nid);
+    hw_.swap(nw);
     nown_ = static_cast<int>(hid_.size());
   }
 
@@ -710,12 +763,13 @@ class MdModel : public Model {
   std::vector<double> hx_[3], hv_[3];
   std::vector<int> hi_[3];
   std::vector<std::int64_t> hid_;
+  std::vector<double> hw_;  // thermostat work per owned atom
   std::vector<std::vector<int>> send_lists_;
   std::vector<int> recv_counts_;
   LjCoefficients lj_;
-  Buffer<double> x_[3], v_[3], f_[3], x0_[3], pe_, vir_;
+  Buffer<double> x_[3], v_[3], f_[3], x0_[3], pe_, vir_, work_;
   Buffer<int> img_[3], nbr_;
-  Buffer<std::int64_t> start_;
+  Buffer<std::int64_t> start_, idd_;
   long builds_ = 0;
   double pairs_ = 0;
   bool stale_ = false;
@@ -725,7 +779,7 @@ std::unique_ptr<Model> create(const Config& cfg, const Context& ctx) { return st
 
 void register_solver(SolverRegistry& r) {
   r.add(SolverEntry{"md", "molecular dynamics: Lennard-Jones atoms, Verlet lists, velocity Verlet, spatial decomposition",
-                    declare_keys, check, create, {"position", "velocity", "image", "id"}});
+                    declare_keys, check, create, {"position", "velocity", "image", "id", "thermostat_work"}});
 }
 
 }  // namespace cumulus::md

@@ -10,7 +10,12 @@ namespace cumulus::md {
 namespace kernels::CUMULUS_PASS {
 
 namespace {
-CUMULUS_HD inline double minimum_image(double d, double L) { return d - L * floor(d / L + 0.5); }
+// Coordinates are wrapped into [0, L), so |d| < L and one comparison finds the nearest image (the
+// same values as d - L floor(d / L + 0.5), without the division).
+CUMULUS_HD inline double minimum_image(double d, double L) {
+  const double h = 0.5 * L;
+  return d > h ? d - L : (d < -h ? d + L : d);
+}
 }  // namespace
 
 // Full list: every pair is seen from both atoms, each taking its own force and half the energy
@@ -64,6 +69,64 @@ void kick_drift(const Exec& ex, const Atoms& a, double h, double dt) {
       x[d][i] = xn;
     }
   });
+}
+
+namespace {
+CUMULUS_HD inline std::uint64_t mix64(std::uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+// A unit-variance, zero-mean random number keyed by (seed, atom id, step, component): the sum of
+// four uniforms (Irwin-Hall), scaled. Integer hashing and +, *, so the host and CUDA draw the same
+// bits, and a run is independent of the rank count and continues the same stream after a restart.
+CUMULUS_HD inline double noise(std::uint64_t seed, std::uint64_t id, std::uint64_t step, int comp) {
+  std::uint64_t z = mix64(mix64(seed ^ mix64(id)) ^ (step * 4 + static_cast<std::uint64_t>(comp)));
+  double sum = 0;
+  for (int k = 0; k < 4; ++k) {
+    z = mix64(z + static_cast<std::uint64_t>(k));
+    sum += static_cast<double>(z >> 11) * (1.0 / 9007199254740992.0);
+  }
+  return (sum - 2.0) * 1.7320508075688772;  // variance 4/12 -> 1
+}
+}  // namespace
+
+// Langevin dynamics, BAOAB (Leimkuhler & Matthews): half kick, half drift, the Ornstein-Uhlenbeck
+// step v = c1 v + c2 xi (c1 = exp(-gamma dt), c2 = sqrt((1 - c1^2) kT / m)), half drift; the force
+// and the second half kick follow after the list check. `work` accumulates the kinetic energy the
+// O step removed, so that total energy + work is conserved (the reported conserved quantity).
+void kick_drift_langevin(const Exec& ex, const Atoms& a, double h, double dt, double c1, double c2, double mass,
+                         std::uint64_t seed, std::uint64_t step) {
+  for_each(ex, "md.integrate", Box(0, 0, 0, a.n, 1, 1), [=] CUMULUS_HD(int i, int, int) {
+    double* x[3] = {a.x, a.y, a.z};
+    double* v[3] = {a.vx, a.vy, a.vz};
+    const double* f[3] = {a.fx, a.fy, a.fz};
+    int* im[3] = {a.ix, a.iy, a.iz};
+    const std::uint64_t id = static_cast<std::uint64_t>(a.id[i]);
+    double dke = 0;
+    for (int d = 0; d < 3; ++d) {
+      double vn = v[d][i] + h * f[d][i];
+      double xn = x[d][i] + 0.5 * dt * vn;
+      const double vo = c1 * vn + c2 * noise(seed, id, step, d);
+      dke += vn * vn - vo * vo;
+      xn += 0.5 * dt * vo;
+      if (xn < 0) {
+        xn += a.box[d];
+        im[d][i] -= 1;
+      } else if (xn >= a.box[d]) {
+        xn -= a.box[d];
+        im[d][i] += 1;
+      }
+      v[d][i] = vo;
+      x[d][i] = xn;
+    }
+    a.work[i] += 0.5 * mass * dke;
+  });
+}
+
+double sum_work(const Exec& ex, const Atoms& a) {
+  return reduce(ex, "md.thermo", Box(0, 0, 0, a.n, 1, 1), 0.0, SumOp{}, [=] CUMULUS_HD(int i, int, int) { return a.work[i]; });
 }
 
 void kick(const Exec& ex, const Atoms& a, double h) {

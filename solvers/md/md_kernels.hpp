@@ -22,6 +22,8 @@ struct Atoms {
   double *pe = nullptr, *virial = nullptr;  // per atom: half of each pair's energy and r . F
   int *ix = nullptr, *iy = nullptr, *iz = nullptr;  // image counts (box crossings)
   double *x0 = nullptr, *y0 = nullptr, *z0 = nullptr;  // positions at the last list build
+  double* work = nullptr;  // energy the thermostat has taken out of each atom so far
+  const std::int64_t* id = nullptr;  // global atom ids (the thermostat's random numbers are keyed by them)
   const std::int64_t* start = nullptr;  // CSR neighbour list: atom i's neighbours are
   const int* neighbors = nullptr;       // neighbors[start[i] .. start[i + 1])
   int n = 0;
@@ -32,6 +34,9 @@ struct Atoms {
   void forces(const Exec& ex, const Atoms& a, const LjCoefficients& lj);                             \
   void kick_drift(const Exec& ex, const Atoms& a, double half_dt_over_m, double dt);                 \
   void kick(const Exec& ex, const Atoms& a, double half_dt_over_m);                                  \
+  void kick_drift_langevin(const Exec& ex, const Atoms& a, double half_dt_over_m, double dt, double c1,     \
+                           double c2, double mass, std::uint64_t seed, std::uint64_t step);               \
+  double sum_work(const Exec& ex, const Atoms& a);                                                   \
   double max_displacement2(const Exec& ex, const Atoms& a);                                          \
   double sum_kinetic(const Exec& ex, const Atoms& a);                                                \
   double sum_potential(const Exec& ex, const Atoms& a);                                              \

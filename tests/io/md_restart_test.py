@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Molecular dynamics checkpoints: 2N steps in one run equal N steps, checkpoint, restart, N steps,
-bit for bit (positions, velocities, image counts, compared atom by atom in id order), on 1 rank and
+bit for bit under a Langevin thermostat (positions, velocities, image counts, the thermostat's work,
+compared atom by atom in id order: the random numbers are keyed by atom id and step), on 1 rank and
 from 2 ranks to 3, although the restart rebuilds the Verlet list and redistributes the atoms at
 another step than the straight run did; the ParaView output is one vertex per atom."""
 import os
@@ -17,6 +18,9 @@ end_step = 80
 [md]
 cells = [6]
 temperature = 1.44
+thermostat = "langevin"
+thermostat_temperature = 2.0
+langevin_damping = 0.2
 [output]
 format = "none"
 """)
@@ -35,7 +39,7 @@ for first, second in [(1, 1), (2, 3)]:
     ok = rc == 0 and rc1 == 0 and rc2 == 0 and f"checkpoint_{N:012d}.h5" in out2
     r.check(ok, f"N steps on {first} rank(s), then restart to 2N on {second}", out1 + out2)
     if ok:
-        for field in ("position", "velocity", "image"):
+        for field in ("position", "velocity", "image", "thermostat_work"):
             a, b = by_id("ref", field), by_id(name, field)
             r.check(a.tobytes() == b.tobytes(), f"{field} bit-identical after restart {first} -> {second} ranks")
 if rc == 0:

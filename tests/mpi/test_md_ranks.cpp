@@ -76,9 +76,11 @@ std::vector<double> run_md(const Config& cfg, const Comm& comm, const Exec& ex) 
   return gather_atoms(*model, comm);
 }
 
-// A hot liquid (many rebuilds and migrations), and a bcc crystal with a shifted potential.
+// A hot liquid (many rebuilds and migrations), the same under a Langevin thermostat (random numbers
+// keyed by atom id and step), and a bcc crystal with a shifted potential.
 const char* kCases[] = {
     "[md]\ncells = [8, 7, 9]\ntemperature = 3.0\ndt = 0.005\n",
+    "[md]\ncells = [8]\ntemperature = 1.5\nthermostat = \"langevin\"\nthermostat_temperature = 2.5\nlangevin_damping = 0.1\n",
     "[md]\nlattice = \"bcc\"\ndensity = 0.9\ncells = [9]\ntemperature = 0.5\nshift = true\ncutoff = 2.2\nskin = 0.4\n",
 };
 }  // namespace
