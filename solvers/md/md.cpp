@@ -7,7 +7,12 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <limits>
+#include <map>
+#include <set>
+#include <sstream>
 
 #include "core/memory.hpp"
 #include "core/strings.hpp"
@@ -26,7 +31,159 @@ struct Setup {
   bool shift = false, tail = false;
   std::string thermostat;
   double damping = 1, t_bath = 0;
+  std::string data_file;
 };
+
+// A LAMMPS data file, atom_style atomic, orthogonal box: header counts and box, Masses, Atoms
+// (id type x y z [ix iy iz]), optional Velocities (id vx vy vz). Errors name the file and line.
+struct DataFile {
+  std::int64_t natoms = 0;
+  int ntypes = 0;
+  double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+  std::vector<double> mass;  // per type (1-based types: mass[t - 1])
+  std::vector<std::int64_t> id;
+  std::vector<int> type;
+  std::vector<double> x[3], v[3];
+  std::vector<int> image[3];
+  bool has_velocities = false;
+};
+
+DataFile read_data_file(const std::string& path, bool header_only) {
+  std::ifstream in(path);
+  if (!in) throw InputError("cannot open LAMMPS data file '" + path + "'");
+  DataFile d;
+  std::string line;
+  long n = 0;
+  auto fail = [&](const std::string& what) {
+    throw InputError(strprintf("%s:%ld: %s", path.c_str(), n, what.c_str()));
+  };
+  auto strip = [](std::string t) {
+    const auto hash = t.find('#');
+    if (hash != std::string::npos) t.erase(hash);
+    const auto a = t.find_first_not_of(" \t\r"), b = t.find_last_not_of(" \t\r");
+    return a == std::string::npos ? std::string() : t.substr(a, b - a + 1);
+  };
+  std::getline(in, line);  // the title line
+  ++n;
+  bool box[3] = {false, false, false};
+  std::string section;
+  // Header: "N atoms", "N atom types", "lo hi xlo xhi", ...; it ends at the first section keyword.
+  while (std::getline(in, line)) {
+    ++n;
+    const std::string t = strip(line);
+    if (t.empty()) continue;
+    std::istringstream ss(t);
+    std::vector<std::string> w;
+    for (std::string x; ss >> x;) w.push_back(x);
+    auto number = [&](const std::string& x) {
+      char* end = nullptr;
+      const double v = std::strtod(x.c_str(), &end);
+      if (end == x.c_str() || *end != '\0' || !std::isfinite(v)) fail("expected a number, got '" + x + "'");
+      return v;
+    };
+    if (w.size() == 2 && w[1] == "atoms") {
+      d.natoms = static_cast<std::int64_t>(number(w[0]));
+    } else if (w.size() == 3 && w[1] == "atom" && w[2] == "types") {
+      d.ntypes = static_cast<int>(number(w[0]));
+    } else if (w.size() == 4 && (w[2] == "xlo" || w[2] == "ylo" || w[2] == "zlo")) {
+      const int a = w[2][0] - 'x';
+      d.lo[a] = number(w[0]);
+      d.hi[a] = number(w[1]);
+      if (!(d.hi[a] > d.lo[a])) fail("the box's " + w[2] + " " + w[3] + " bounds are empty or reversed");
+      box[a] = true;
+    } else if (w.size() >= 4 && w[3] == "xy") {
+      fail("triclinic boxes (xy xz yz) are not supported: cumulus takes orthogonal boxes");
+    } else if (w.size() == 1 && (w[0] == "Masses" || w[0] == "Atoms" || w[0] == "Velocities")) {
+      section = w[0];
+      break;
+    } else if (w.size() >= 2 && (w[1] == "bonds" || w[1] == "angles" || w[1] == "dihedrals" || w[1] == "impropers")) {
+      if (number(w[0]) != 0) fail("bonded terms ('" + t + "') are not supported: atom_style atomic only");
+    } else if (w.size() >= 3 && w[2] == "types") {
+      // bond/angle types: allowed only as zero counts
+    } else {
+      fail("unrecognised header line '" + t + "' (expected 'N atoms', 'N atom types' or 'lo hi xlo xhi')");
+    }
+  }
+  if (d.natoms <= 0) fail("the header gives no 'N atoms' (or zero atoms)");
+  if (d.ntypes <= 0) fail("the header gives no 'N atom types'");
+  for (int a = 0; a < 3; ++a)
+    if (!box[a]) fail(std::string("the header gives no '") + "xyz"[a] + "lo " + "xyz"[a] + "hi' line");
+  if (header_only) return d;
+  d.mass.assign(static_cast<std::size_t>(d.ntypes), 0.0);
+  std::set<std::int64_t> ids;
+  std::map<std::int64_t, std::size_t> index;
+  while (!section.empty()) {
+    std::string next;
+    std::int64_t rows = 0;
+    const std::int64_t want = section == "Masses" ? d.ntypes : d.natoms;
+    while (std::getline(in, line)) {
+      ++n;
+      const std::string t = strip(line);
+      if (t.empty()) continue;
+      if (t == "Masses" || t == "Atoms" || t == "Velocities") {
+        next = t;
+        break;
+      }
+      if (t.find_first_of("abcdfghijklmnopqrstuvwyzABCDFGHIJKLMNOPQRSTUVWXYZ") != std::string::npos && rows == want) {
+        fail("unknown section '" + t + "' (atom_style atomic files have Masses, Atoms and Velocities)");
+      }
+      std::istringstream ss(t);
+      std::vector<std::string> w;
+      for (std::string x; ss >> x;) w.push_back(x);
+      auto num = [&](std::size_t k) {
+        char* end = nullptr;
+        const double v = std::strtod(w[k].c_str(), &end);
+        if (end == w[k].c_str() || *end != '\0' || !std::isfinite(v)) fail("expected a number, got '" + w[k] + "'");
+        return v;
+      };
+      auto integer = [&](std::size_t k) {
+        const double v = num(k);
+        if (v != std::floor(v)) fail("expected an integer, got '" + w[k] + "'");
+        return static_cast<std::int64_t>(v);
+      };
+      if (rows >= want) fail(strprintf("more %s lines than the header's %lld", section.c_str(), static_cast<long long>(want)));
+      if (section == "Masses") {
+        if (w.size() != 2) fail("a Masses line is 'type mass'");
+        const std::int64_t ty = integer(0);
+        if (ty < 1 || ty > d.ntypes) fail(strprintf("atom type %lld is not among the header's %d types", static_cast<long long>(ty), d.ntypes));
+        if (!(num(1) > 0)) fail("a mass must be positive");
+        d.mass[static_cast<std::size_t>(ty - 1)] = num(1);
+      } else if (section == "Atoms") {
+        if (w.size() != 5 && w.size() != 8) fail("an Atoms line (atom_style atomic) is 'id type x y z' or 'id type x y z ix iy iz'");
+        const std::int64_t id = integer(0), ty = integer(1);
+        if (id < 1) fail("atom ids start at 1");
+        if (!ids.insert(id).second) fail(strprintf("atom id %lld appears twice", static_cast<long long>(id)));
+        if (ty < 1 || ty > d.ntypes)
+          fail(strprintf("atom %lld has type %lld, not among the header's %d types", static_cast<long long>(id),
+                         static_cast<long long>(ty), d.ntypes));
+        index[id] = d.id.size();
+        d.id.push_back(id);
+        d.type.push_back(static_cast<int>(ty));
+        for (int a = 0; a < 3; ++a) {
+          d.x[a].push_back(num(2 + a));
+          d.image[a].push_back(w.size() == 8 ? static_cast<int>(integer(5 + a)) : 0);
+          d.v[a].push_back(0.0);
+        }
+      } else {
+        if (d.id.empty()) fail("Velocities before Atoms");
+        if (w.size() != 4) fail("a Velocities line is 'id vx vy vz'");
+        const auto it = index.find(integer(0));
+        if (it == index.end()) fail(strprintf("velocity for atom %lld, which is not in Atoms", static_cast<long long>(integer(0))));
+        for (int a = 0; a < 3; ++a) d.v[a][it->second] = num(1 + a);
+        d.has_velocities = true;
+      }
+      ++rows;
+    }
+    if (rows != want)
+      fail(strprintf("%s has %lld lines, the header says %lld", section.c_str(), static_cast<long long>(rows),
+                     static_cast<long long>(want)));
+    section = next;
+  }
+  if (static_cast<std::int64_t>(d.id.size()) != d.natoms) fail("no Atoms section");
+  for (int t = 0; t < d.ntypes; ++t)
+    if (d.mass[static_cast<std::size_t>(t)] <= 0) fail(strprintf("no mass for atom type %d (Masses section)", t + 1));
+  return d;
+}
 
 Setup read_setup(const Config& cfg) {
   Setup s;
@@ -48,6 +205,12 @@ Setup read_setup(const Config& cfg) {
   s.damping = cfg.get<double>("md.langevin_damping");
   s.t_bath = cfg.get<double>("md.thermostat_temperature");
   if (s.t_bath < 0) s.t_bath = s.temperature;
+  s.data_file = cfg.get<std::string>("md.data_file");
+  if (!s.data_file.empty()) {
+    std::filesystem::path path(s.data_file);
+    if (path.is_relative() && !cfg.file().empty()) path = std::filesystem::path(cfg.file()).parent_path() / path;
+    s.data_file = path.string();
+  }
   return s;
 }
 
@@ -102,6 +265,10 @@ void declare_keys(Schema& s) {
   s.key("md.mass", ValueType::real, "Atom mass").def(1.0).positive();
   s.key("md.dt", ValueType::real, "Time step (reduced time units, tau)").def(0.005).positive();
   s.key("md.shift", ValueType::boolean, "Shift the potential to zero at the cutoff").def(false);
+  s.key("md.data_file", ValueType::string,
+        "A LAMMPS data file (atom_style atomic, orthogonal box) to start from instead of a lattice; its Masses "
+        "replace md.mass, its Velocities (if any) md.temperature. Relative to the job file's directory")
+      .def(std::string());
   s.key("md.thermostat", ValueType::string,
         "none (NVE, velocity Verlet) or langevin (NVT, BAOAB; random numbers keyed by seed, atom id and step)")
       .def(std::string("none"))
@@ -115,25 +282,48 @@ void declare_keys(Schema& s) {
       .def(false);
 }
 
+// The box lengths: the lattice's, or the data file's.
+std::array<double, 3> box_lengths(const Setup& s, const DataFile* data) {
+  std::array<double, 3> L{};
+  for (int d = 0; d < 3; ++d) L[d] = data ? data->hi[d] - data->lo[d] : lattice_constant(s) * s.cells[d];
+  return L;
+}
+
+CartesianDecomposition make_decomposition(const Setup& s, const std::array<double, 3>& L, int nranks) {
+  Index3 nb;
+  for (int d = 0; d < 3; ++d) nb[d] = std::max(1, static_cast<int>(std::floor(L[d] / (s.cutoff + s.skin))));
+  return CartesianDecomposition(nb, {true, true, true}, nranks, 3, 1);
+}
+
 void check(const Config& cfg, int nranks) {
   const Setup s = read_setup(cfg);
   const auto c = cfg.get<std::vector<std::int64_t>>("md.cells");
   if (c.size() == 2) cfg.fail("md.cells", "has 2 entries: give one (all axes) or three");
-  const double a = lattice_constant(s);
-  double natoms = static_cast<double>(basis(s.lattice).size());
+  DataFile data;
+  const bool from_file = !s.data_file.empty();
+  if (from_file) {
+    try {
+      data = read_data_file(s.data_file, false);
+    } catch (const InputError& e) {
+      cfg.fail("md.data_file", e.what());
+    }
+    if (data.ntypes > 1)
+      cfg.fail("md.data_file", strprintf("%s has %d atom types: several types (and their mixing) are not supported yet",
+                                         s.data_file.c_str(), data.ntypes));
+  }
+  const std::array<double, 3> L = box_lengths(s, from_file ? &data : nullptr);
+  double natoms = from_file ? static_cast<double>(data.natoms) : static_cast<double>(basis(s.lattice).size());
   for (int d = 0; d < 3; ++d) {
-    natoms *= s.cells[d];
-    const double L = a * s.cells[d];
-    if (L < 2 * (s.cutoff + s.skin))
-      cfg.fail("md.cutoff", strprintf("cutoff + skin = %g is more than half the box (%g along axis %d: %d cells of "
-                                      "%g): every pair must have one nearest image; use more cells or a shorter cutoff",
-                                      s.cutoff + s.skin, L, d, s.cells[d], a));
+    if (!from_file) natoms *= s.cells[d];
+    if (L[d] < 2 * (s.cutoff + s.skin))
+      cfg.fail(from_file ? "md.data_file" : "md.cutoff",
+               strprintf("cutoff + skin = %g is more than half the box (%g along axis %d): every pair must have one "
+                         "nearest image; use a larger box or a shorter cutoff",
+                         s.cutoff + s.skin, L[d], d));
   }
   if (natoms > 2e9) cfg.fail("md.cells", strprintf("%.3g atoms is more than cumulus indexes (2^31)", natoms));
   try {
-    Index3 nb;
-    for (int d = 0; d < 3; ++d) nb[d] = std::max(1, static_cast<int>(std::floor(a * s.cells[d] / (s.cutoff + s.skin))));
-    CartesianDecomposition(nb, {true, true, true}, nranks, 3, 1);
+    make_decomposition(s, L, nranks);
   } catch (const InputError& e) {
     cfg.fail("md.cells", strprintf("the box holds too few bins of cutoff + skin for %d ranks: %s", nranks, e.what()));
   }
@@ -152,15 +342,16 @@ class MdModel : public Model {
  public:
   MdModel(const Config& cfg, const Context& ctx)
       : ctx_(ctx), s_(read_setup(cfg)), me_(ctx.comm.rank()), np_(ctx.comm.size()),
-        decomp_(make_decomposition(s_, np_)) {
-    const double a = lattice_constant(s_);
-    const auto b = basis(s_.lattice);
+        data_(s_.data_file.empty() ? DataFile{} : read_data_file(s_.data_file, false)),
+        data_has_velocities_(data_.has_velocities),
+        decomp_(make_decomposition(s_, box_lengths(s_, s_.data_file.empty() ? nullptr : &data_), np_)) {
+    const bool from_file = !s_.data_file.empty();
+    const std::array<double, 3> L = box_lengths(s_, from_file ? &data_ : nullptr);
     for (int d = 0; d < 3; ++d) {
-      box_[d] = a * s_.cells[d];
+      box_[d] = L[d];
       nbins_[d] = decomp_.global_cells()[d];
       binw_[d] = box_[d] / nbins_[d];
     }
-    n_total_ = static_cast<std::int64_t>(b.size()) * s_.cells[0] * s_.cells[1] * s_.cells[2];
     // Bin -> owning rank.
     owner_.assign(static_cast<std::size_t>(nbins_[0]) * nbins_[1] * nbins_[2], 0);
     for (int r = 0; r < np_; ++r) {
@@ -169,27 +360,54 @@ class MdModel : public Model {
         for (int j = bb.lo[1]; j < bb.hi[1]; ++j)
           for (int i = bb.lo[0]; i < bb.hi[0]; ++i) owner_[(static_cast<std::size_t>(k) * nbins_[1] + j) * nbins_[0] + i] = r;
     }
-    // Lattice atoms this rank owns (atom id = lattice index: cells x fastest, then the basis), and
-    // their velocities from the counter-based generator, momentum removed and scaled to T (global).
-    std::int64_t id = 0;
-    for (int k = 0; k < s_.cells[2]; ++k)
-      for (int j = 0; j < s_.cells[1]; ++j)
-        for (int i = 0; i < s_.cells[0]; ++i)
-          for (const auto& q : b) {
-            const double p[3] = {(i + q[0]) * a, (j + q[1]) * a, (k + q[2]) * a};
-            if (owner_of(p) == me_) {
-              for (int d = 0; d < 3; ++d) {
-                hx_[d].push_back(p[d]);
-                hv_[d].push_back(0.0);
-                hi_[d].push_back(0);
-              }
-              hid_.push_back(id);
-              hw_.push_back(0.0);
+    auto keep = [&](std::int64_t id, const double p[3], const int img[3], const double* vel) {
+      if (owner_of(p) != me_) return;
+      for (int d = 0; d < 3; ++d) {
+        hx_[d].push_back(p[d]);
+        hv_[d].push_back(vel ? vel[d] : 0.0);
+        hi_[d].push_back(img[d]);
+      }
+      hid_.push_back(id);
+      hw_.push_back(0.0);
+    };
+    if (from_file) {
+      // Atoms from the file: shifted so the box starts at 0, wrapped into it (image counts kept),
+      // ids from 0 (file id - 1), the file's mass.
+      n_total_ = data_.natoms;
+      s_.mass = data_.mass[0];
+      for (std::size_t k = 0; k < data_.id.size(); ++k) {
+        double p[3], vel[3];
+        int img[3];
+        for (int d = 0; d < 3; ++d) {
+          double x = data_.x[d][k] - data_.lo[d];
+          img[d] = data_.image[d][k];
+          const double f = std::floor(x / box_[d]);
+          x -= f * box_[d];
+          if (x >= box_[d]) x -= box_[d];
+          img[d] += static_cast<int>(f);
+          p[d] = x;
+          vel[d] = data_.v[d][k];
+        }
+        keep(data_.id[k] - 1, p, img, vel);
+      }
+    } else {
+      // Lattice atoms (atom id = lattice index: cells x fastest, then the basis).
+      const double a = lattice_constant(s_);
+      const auto b = basis(s_.lattice);
+      n_total_ = static_cast<std::int64_t>(b.size()) * s_.cells[0] * s_.cells[1] * s_.cells[2];
+      std::int64_t id = 0;
+      const int zero[3] = {0, 0, 0};
+      for (int k = 0; k < s_.cells[2]; ++k)
+        for (int j = 0; j < s_.cells[1]; ++j)
+          for (int i = 0; i < s_.cells[0]; ++i)
+            for (const auto& q : b) {
+              const double p[3] = {(i + q[0]) * a, (j + q[1]) * a, (k + q[2]) * a};
+              keep(id++, p, zero, nullptr);
             }
-            ++id;
-          }
+    }
+    data_ = DataFile{};  // not needed any more
     nown_ = static_cast<int>(hid_.size());
-    if (s_.temperature > 0 && n_total_ > 1) {
+    if (s_.temperature > 0 && n_total_ > 1 && !(from_file && data_has_velocities_)) {
       double mean[3] = {0, 0, 0};
       for (int i = 0; i < nown_; ++i)
         for (int d = 0; d < 3; ++d) {
@@ -233,10 +451,12 @@ class MdModel : public Model {
 
   std::string describe() const override {
     const Index3& p = decomp_.dims();
-    return strprintf("md: %lld atoms, %s lattice at density %g (box %.6g x %.6g x %.6g), T0 %g; Lennard-Jones eps %g "
+    const std::string origin = s_.data_file.empty() ? strprintf("%s lattice at density %g", s_.lattice.c_str(), s_.density)
+                                                    : "from " + s_.data_file;
+    return strprintf("md: %lld atoms, %s (box %.6g x %.6g x %.6g), T0 %g; Lennard-Jones eps %g "
                      "sigma %g cutoff %g%s%s, Verlet list skin %g (rebuilt when an atom has moved skin/2); velocity "
                      "Verlet, dt %g%s; %d rank(s) as %d x %d x %d blocks of %d x %d x %d bins",
-                     static_cast<long long>(n_total_), s_.lattice.c_str(), s_.density, box_[0], box_[1], box_[2],
+                     static_cast<long long>(n_total_), origin.c_str(), box_[0], box_[1], box_[2],
                      s_.temperature, s_.epsilon, s_.sigma, s_.cutoff, s_.shift ? ", shifted" : "",
                      s_.tail ? ", tail corrections" : "", s_.skin, s_.dt,
                      s_.thermostat == "langevin"
@@ -406,12 +626,6 @@ class MdModel : public Model {
   }
 
  private:
-  static CartesianDecomposition make_decomposition(const Setup& s, int nranks) {
-    const double a = lattice_constant(s), rl = s.cutoff + s.skin;
-    Index3 nb;
-    for (int d = 0; d < 3; ++d) nb[d] = std::max(1, static_cast<int>(std::floor(a * s.cells[d] / rl)));
-    return CartesianDecomposition(nb, {true, true, true}, nranks, 3, 1);
-  }
   // Rounds to about 12 significant digits: sums over ranks then agree at any rank count.
   static double round_to(double v) {
     if (v == 0) return 0;
@@ -753,6 +967,8 @@ class MdModel : public Model {
   Context ctx_;
   Setup s_;
   int me_, np_;
+  DataFile data_;
+  bool data_has_velocities_ = false;
   CartesianDecomposition decomp_;
   double box_[3] = {0, 0, 0}, binw_[3] = {0, 0, 0};
   int nbins_[3] = {1, 1, 1};

@@ -9,7 +9,14 @@
             crossing it do not make the energy jump): the RMS fluctuation of the total energy per
             atom over 20 time units (5 with --quick) at dt = 0.01, 0.005, 0.0025, its order in dt
             (target: 2 +/- 0.3), and the drift (slope of a straight-line fit).
-Not yet: NIST reference states, thermostats, several ranks (see docs/md.md).
+  nist      NIST Standard Reference Simulation Website, Lennard-Jones fluid (MC NVT, N = 500, cutoff 3.0
+            with analytic tail corrections), T* = 0.85: U/N and P at densities 0.776, 0.82, 0.86, 0.90.
+            Langevin NVT (damping time 1), 500 atoms from an fcc lattice, 5,000 steps of equilibration
+            and 45,000 of production at dt 0.005, samples every 50 steps, standard errors by block
+            averaging (10 blocks); target: |ours - NIST| < 3 combined standard errors. At 0.776 also
+            the canonical check: the relative spread of the instantaneous temperature against
+            sqrt(2 / (3N - 3)) (target within 15 %), and the mean temperature against 0.85 (3 sigma).
+Not yet: Nose-Hoover chains, several atom types, LAMMPS data files (see docs/md.md).
 
     /usr/bin/python3 validation/md/run.py [build/cumulus] [--out DIR] [--quick]
 """
@@ -24,6 +31,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 LAMMPS_PE = -6.773368053
 LAMMPS_PVIR = -6.235317270
+# NIST SRSW, LJ fluid, T* = 0.85, rc = 3.0 with tail corrections: density -> (U/N, its uncertainty),
+# (P, its uncertainty). NIST's own uncertainties are not in shared/reference: counted as 0 here
+# (they are far smaller than a 500-atom run's statistical error).
+NIST = {0.776: ((-5.5121, 0.0), (0.0067714, 0.0)), 0.82: ((-5.7947, 0.0), (0.55355, 0.0)),
+        0.86: ((-6.0305, 0.0), (1.2660, 0.0)), 0.90: ((-6.2391, 0.0), (2.2314, 0.0))}
 
 
 def run(binary, out, name, sets):
@@ -60,6 +72,26 @@ def main():
             rel = abs(got / ref - 1)
             print(f"    {name}: {got:.10f} (LAMMPS {ref:.9f}), relative error {rel:.1e}")
             check(rel < 1e-8, f"lattice: {name} within 1e-8 of LAMMPS")
+        # The same lattice from a LAMMPS data file (written here): the same numbers.
+        rho, n = 0.8442, 20
+        a_lat = (4 / rho) ** (1 / 3)
+        basis = [(0, 0, 0), (.5, .5, 0), (.5, 0, .5), (0, .5, .5)]
+        data = os.path.join(a.out, "in_lj.data")
+        with open(data, "w") as f:
+            L = n * a_lat
+            f.write(f"in.lj lattice\n\n{4 * n ** 3} atoms\n1 atom types\n\n0 {L!r} xlo xhi\n0 {L!r} ylo yhi\n"
+                    f"0 {L!r} zlo zhi\n\nMasses\n\n1 1.0\n\nAtoms # atomic\n\n")
+            k = 1
+            for z in range(n):
+                for y in range(n):
+                    for x in range(n):
+                        for b in basis:
+                            f.write(f"{k} 1 {(x + b[0]) * a_lat!r} {(y + b[1]) * a_lat!r} {(z + b[2]) * a_lat!r}\n")
+                            k += 1
+        drows = run(binary, a.out, "lattice_data", ["run.end_step=1", "diagnostics.every_steps=1", f"md.data_file=\"{data}\""])
+        dpe, dpv = float(drows[0]["pe_per_atom"]), float(drows[0]["virial_pressure"])
+        print(f"    from a LAMMPS data file: E_pair/N {dpe:.10f}, virial pressure {dpv:.10f}")
+        check(dpe == pe and dpv == pv, "lattice: the data file gives the same numbers, bit for bit")
         total = float(rows[0]["pressure"])
         print(f"    pressure with the kinetic term at T 1.44, 3N-3 degrees of freedom: {total:.7f} (LAMMPS -5.0197073)")
         check(abs(total + 5.0197073) < 1e-6, "lattice: total pressure as LAMMPS prints it")
@@ -86,6 +118,40 @@ def main():
         for k in range(1, len(flucts)):
             order = math.log2(flucts[k - 1] / flucts[k])
             check(abs(order - 2) < 0.3, f"nve: fluctuation order in dt {order:.2f} = 2 +/- 0.3")
+        if not a.quick:
+            print("NIST Lennard-Jones fluid, T* = 0.85, rc 3.0 with tail corrections (Langevin NVT, 500 atoms)")
+            for rho, ((u_ref, u_err), (p_ref, p_err)) in NIST.items():
+                rows = run(binary, a.out, f"nist_{rho}", ["md.cells=[5]", f"md.density={rho}", "md.cutoff=3.0",
+                                                          "md.tail_correction=true", "md.temperature=0.85",
+                                                          "md.thermostat=\"langevin\"", "md.langevin_damping=1.0",
+                                                          "md.dt=0.005", "run.end_step=50000",
+                                                          "diagnostics.every_steps=50"])
+                prod = [r for r in rows if int(r["step"]) > 5000]
+
+                def block(key):
+                    v = [float(r[key]) for r in prod]
+                    nb = 10
+                    size = len(v) // nb
+                    means = [sum(v[k * size:(k + 1) * size]) / size for k in range(nb)]
+                    m = sum(means) / nb
+                    se = math.sqrt(sum((x - m) ** 2 for x in means) / (nb - 1) / nb)
+                    return m, se, v
+                u, u_se, _ = block("pe_per_atom")
+                p, p_se, _ = block("pressure")
+                t, t_se, tv = block("temperature")
+                du, dp = u - u_ref, p - p_ref
+                su, sp = math.hypot(u_se, u_err), math.hypot(p_se, p_err)
+                print(f"    rho {rho}: U/N {u:.4f} +/- {u_se:.4f} (NIST {u_ref}), P {p:.4f} +/- {p_se:.4f} (NIST {p_ref}), "
+                      f"T {t:.4f} +/- {t_se:.4f}")
+                check(abs(du) < 3 * su, f"nist {rho}: U/N within 3 sigma ({du / su:+.1f} sigma)")
+                check(abs(dp) < 3 * sp, f"nist {rho}: P within 3 sigma ({dp / sp:+.1f} sigma)")
+                if rho == 0.776:
+                    mean_t = sum(tv) / len(tv)
+                    spread = math.sqrt(sum((x - mean_t) ** 2 for x in tv) / (len(tv) - 1)) / mean_t
+                    canon = math.sqrt(2 / (3 * 500 - 3))
+                    print(f"    canonical check: relative spread of T {spread:.4f} (canonical {canon:.4f})")
+                    check(abs(spread / canon - 1) < 0.15, "nist 0.776: temperature spread canonical within 15 %")
+                    check(abs(t - 0.85) < 3 * t_se, f"nist 0.776: mean temperature 0.85 within 3 sigma ({t:.4f})")
     except RuntimeError as e:
         print(f"FAIL {e}")
         return 1
