@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <omp.h>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -792,7 +793,11 @@ class MdModel : public Model {
 
     // The Verlet list of the owned atoms over owned + ghost atoms.
     const double rl = s_.cutoff + s_.skin, rl2 = rl * rl;
-    auto image = [&](double d, int axis) { return d - box_[axis] * std::floor(d / box_[axis] + 0.5); };
+    // Coordinates are wrapped into the box, so one comparison per axis finds the nearest image.
+    auto image = [&](double d, int axis) {
+      const double L = box_[axis];
+      return d > 0.5 * L ? d - L : (d < -0.5 * L ? d + L : d);
+    };
     auto close = [&](int i, int j) {
       const double dx = image(lx[0][static_cast<std::size_t>(i)] - lx[0][static_cast<std::size_t>(j)], 0);
       const double dy = image(lx[1][static_cast<std::size_t>(i)] - lx[1][static_cast<std::size_t>(j)], 1);
@@ -817,35 +822,50 @@ class MdModel : public Model {
       std::vector<int> fill(count.begin(), count.end() - 1);
       for (int i = 0; i < nlocal; ++i) bins[static_cast<std::size_t>(fill[bin_of(i)]++)] = i;
     }
-    std::vector<std::pair<std::int64_t, int>> cand;
-    for (int i = 0; i < nown_; ++i) {
-      cand.clear();
-      if (brute) {
-        for (int j = 0; j < nlocal; ++j)
-          if (lid[static_cast<std::size_t>(j)] != lid[static_cast<std::size_t>(i)] && close(i, j))
-            cand.push_back({lid[static_cast<std::size_t>(j)], j});
-      } else {
-        const int b0 = bin_index(lx[0][static_cast<std::size_t>(i)], 0), b1 = bin_index(lx[1][static_cast<std::size_t>(i)], 1),
-                  b2 = bin_index(lx[2][static_cast<std::size_t>(i)], 2);
-        for (int dz = -1; dz <= 1; ++dz)
-          for (int dy = -1; dy <= 1; ++dy)
-            for (int dx = -1; dx <= 1; ++dx) {
-              const int bx = (b0 + dx + nbins_[0]) % nbins_[0], by = (b1 + dy + nbins_[1]) % nbins_[1],
-                        bz = (b2 + dz + nbins_[2]) % nbins_[2];
-              const std::size_t b = (static_cast<std::size_t>(bz) * nbins_[1] + by) * nbins_[0] + bx;
-              for (int k = count[b]; k < count[b + 1]; ++k) {
-                const int j = bins[static_cast<std::size_t>(k)];
-                if (lid[static_cast<std::size_t>(j)] != lid[static_cast<std::size_t>(i)] && close(i, j))
-                  cand.push_back({lid[static_cast<std::size_t>(j)], j});
+    // Atoms in contiguous chunks per OpenMP thread, each chunk's lists joined in thread order: the
+    // same list whatever the thread count (each atom's own list is sorted).
+    const int nthreads = omp_get_max_threads();
+    std::vector<std::vector<int>> part(static_cast<std::size_t>(nthreads));
+    std::vector<std::int64_t> counts_per_atom(static_cast<std::size_t>(nown_), 0);
+#pragma omp parallel num_threads(nthreads)
+    {
+      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+      const int i0 = static_cast<int>(static_cast<std::int64_t>(nown_) * t / nt);
+      const int i1 = static_cast<int>(static_cast<std::int64_t>(nown_) * (t + 1) / nt);
+      std::vector<int>& mine = part[static_cast<std::size_t>(t)];
+      std::vector<std::pair<std::int64_t, int>> cand;
+      for (int i = i0; i < i1; ++i) {
+        cand.clear();
+        if (brute) {
+          for (int j = 0; j < nlocal; ++j)
+            if (lid[static_cast<std::size_t>(j)] != lid[static_cast<std::size_t>(i)] && close(i, j))
+              cand.push_back({lid[static_cast<std::size_t>(j)], j});
+        } else {
+          const int b0 = bin_index(lx[0][static_cast<std::size_t>(i)], 0), b1 = bin_index(lx[1][static_cast<std::size_t>(i)], 1),
+                    b2 = bin_index(lx[2][static_cast<std::size_t>(i)], 2);
+          for (int dz = -1; dz <= 1; ++dz)
+            for (int dy = -1; dy <= 1; ++dy)
+              for (int dx = -1; dx <= 1; ++dx) {
+                const int bx = (b0 + dx + nbins_[0]) % nbins_[0], by = (b1 + dy + nbins_[1]) % nbins_[1],
+                          bz = (b2 + dz + nbins_[2]) % nbins_[2];
+                const std::size_t b = (static_cast<std::size_t>(bz) * nbins_[1] + by) * nbins_[0] + bx;
+                for (int k = count[b]; k < count[b + 1]; ++k) {
+                  const int j = bins[static_cast<std::size_t>(k)];
+                  if (lid[static_cast<std::size_t>(j)] != lid[static_cast<std::size_t>(i)] && close(i, j))
+                    cand.push_back({lid[static_cast<std::size_t>(j)], j});
+                }
               }
-            }
+        }
+        // Ascending global id: the force on an atom sums its pairs in the same order at any rank
+        // count and whenever the list was built (a restart rebuilds it elsewhere in time).
+        std::sort(cand.begin(), cand.end());
+        for (const auto& c : cand) mine.push_back(c.second);
+        counts_per_atom[static_cast<std::size_t>(i)] = static_cast<std::int64_t>(cand.size());
       }
-      // Ascending global id: the force on an atom sums its pairs in the same order at any rank
-      // count and whenever the list was built (a restart rebuilds it elsewhere in time).
-      std::sort(cand.begin(), cand.end());
-      for (const auto& c : cand) list.push_back(c.second);
-      start[static_cast<std::size_t>(i) + 1] = static_cast<std::int64_t>(list.size());
     }
+    for (const auto& p : part) list.insert(list.end(), p.begin(), p.end());
+    for (int i = 0; i < nown_; ++i)
+      start[static_cast<std::size_t>(i) + 1] = start[static_cast<std::size_t>(i)] + counts_per_atom[static_cast<std::size_t>(i)];
     // Device arrays: positions (owned + ghosts), the list (grown as needed: never a dropped pair).
     const Backend where = ex.backend();
     for (int d = 0; d < 3; ++d) {
