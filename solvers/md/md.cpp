@@ -17,6 +17,7 @@
 
 #include "core/memory.hpp"
 #include "core/strings.hpp"
+#include "io/run_directory.hpp"
 #include "mesh/decomposition.hpp"
 
 namespace cumulus::md {
@@ -33,6 +34,8 @@ struct Setup {
   std::string thermostat;
   double damping = 1, t_bath = 0;
   std::string data_file;
+  std::int64_t rdf_every = 0, rdf_bins = 100;
+  double rdf_range = 0;
 };
 
 // A LAMMPS data file, atom_style atomic, orthogonal box: header counts and box, Masses, Atoms
@@ -206,6 +209,10 @@ Setup read_setup(const Config& cfg) {
   s.damping = cfg.get<double>("md.langevin_damping");
   s.t_bath = cfg.get<double>("md.thermostat_temperature");
   if (s.t_bath < 0) s.t_bath = s.temperature;
+  s.rdf_every = cfg.get<std::int64_t>("md.rdf_every");
+  s.rdf_bins = cfg.get<std::int64_t>("md.rdf_bins");
+  s.rdf_range = cfg.get<double>("md.rdf_range");
+  if (s.rdf_range <= 0) s.rdf_range = s.cutoff;
   s.data_file = cfg.get<std::string>("md.data_file");
   if (!s.data_file.empty()) {
     std::filesystem::path path(s.data_file);
@@ -270,6 +277,15 @@ void declare_keys(Schema& s) {
         "A LAMMPS data file (atom_style atomic, orthogonal box) to start from instead of a lattice; its Masses "
         "replace md.mass, its Velocities (if any) md.temperature. Relative to the job file's directory")
       .def(std::string());
+  s.key("md.rdf_every", ValueType::integer,
+        "Sample the radial distribution function every this many steps (0: off); the average since the start (or "
+        "restart) is written to rdf.csv in the run directory with every diagnostics row")
+      .def(std::int64_t{0})
+      .at_least(0);
+  s.key("md.rdf_bins", ValueType::integer, "Bins of the radial distribution function").def(std::int64_t{100}).at_least(1).at_most(100000);
+  s.key("md.rdf_range", ValueType::real, "Largest distance of the radial distribution function (0: md.cutoff); at most md.cutoff")
+      .def(0.0)
+      .at_least(0);
   s.key("md.thermostat", ValueType::string,
         "none (NVE, velocity Verlet) or langevin (NVT, BAOAB; random numbers keyed by seed, atom id and step)")
       .def(std::string("none"))
@@ -328,6 +344,10 @@ void check(const Config& cfg, int nranks) {
   } catch (const InputError& e) {
     cfg.fail("md.cells", strprintf("the box holds too few bins of cutoff + skin for %d ranks: %s", nranks, e.what()));
   }
+  if (s.rdf_range > s.cutoff)
+    cfg.fail("md.rdf_range", strprintf("%g is beyond the cutoff %g: the radial distribution function is sampled from "
+                                       "the neighbour list, which holds pairs within the cutoff (plus the skin)",
+                                       s.rdf_range, s.cutoff));
   if (s.cutoff > 0 && s.sigma / s.cutoff > 2)
     cfg.fail("md.cutoff", strprintf("%g is less than half of sigma (%g): nothing would interact", s.cutoff, s.sigma));
 }
@@ -492,6 +512,8 @@ class MdModel : public Model {
     }
     compute_forces();
     CUMULUS_KERNEL(ex, kernels, kick)(ex, atoms(), h);
+    const std::int64_t step = std::llround((time + dt) / dt);
+    if (s_.rdf_every > 0 && step % s_.rdf_every == 0) sample_rdf();
   }
 
   std::optional<HealthIssue> check_health() override {
@@ -523,6 +545,7 @@ class MdModel : public Model {
     }
     const double p = dof * T / (3 * V) + p_virial;
     const double work = c.sum(CUMULUS_KERNEL(ex, kernels, sum_work)(ex, a));
+    if (s_.rdf_every > 0) write_rdf(rho);
     return {{"temperature", T},
             {"pe_per_atom", pe / n},
             {"ke_per_atom", ke / n},
@@ -686,6 +709,60 @@ class MdModel : public Model {
   }
 
   void compute_forces() { CUMULUS_KERNEL(ctx_.exec, kernels, forces)(ctx_.exec, atoms(), lj_); }
+
+  // One sample of the radial distribution function: every owned atom's neighbours within the range
+  // (the list holds every pair within the cutoff), from the current positions, owned and ghosts.
+  void sample_rdf() {
+    const Exec& ex = ctx_.exec;
+    const int nlocal = nown_ + nghost_;
+    std::vector<double> h[3];
+    for (int d = 0; d < 3; ++d) {
+      h[d].resize(static_cast<std::size_t>(nlocal));
+      if (nlocal > 0)
+        memory::copy(ex, Backend::host, h[d].data(), ex.backend(), x_[d].data(), sizeof(double) * static_cast<std::size_t>(nlocal));
+    }
+    if (rdf_hist_.empty()) rdf_hist_.assign(static_cast<std::size_t>(s_.rdf_bins), 0.0);
+    const double range = s_.rdf_range, scale = s_.rdf_bins / range;
+    auto image = [&](double d, int axis) {
+      const double L = box_[axis];
+      return d > 0.5 * L ? d - L : (d < -0.5 * L ? d + L : d);
+    };
+    for (int i = 0; i < nown_; ++i)
+      for (std::int64_t k = host_start_[static_cast<std::size_t>(i)]; k < host_start_[static_cast<std::size_t>(i) + 1]; ++k) {
+        const int j = host_list_[static_cast<std::size_t>(k)];
+        double r2 = 0;
+        for (int d = 0; d < 3; ++d) {
+          const double dd = image(h[d][static_cast<std::size_t>(i)] - h[d][static_cast<std::size_t>(j)], d);
+          r2 += dd * dd;
+        }
+        const double r = std::sqrt(r2);
+        if (r < range) rdf_hist_[std::min(static_cast<std::size_t>(r * scale), rdf_hist_.size() - 1)] += 1;
+      }
+    ++rdf_samples_;
+  }
+
+  // g(r) = pairs in the shell / (samples N rho shell volume), and the running coordination number
+  // 4 pi rho integral g r^2 dr; rank 0 writes rdf.csv (atomically).
+  void write_rdf(double rho) {
+    std::vector<double> hist(static_cast<std::size_t>(s_.rdf_bins), 0.0), mine = rdf_hist_;
+    mine.resize(hist.size(), 0.0);
+    mpi_check(MPI_Reduce(mine.data(), hist.data(), static_cast<int>(hist.size()), MPI_DOUBLE, MPI_SUM, 0, ctx_.comm.raw()),
+              "MPI_Reduce");
+    if (!ctx_.comm.is_root() || rdf_samples_ == 0 || ctx_.run_dir.empty()) return;
+    const double dr = s_.rdf_range / s_.rdf_bins, n = static_cast<double>(n_total_);
+    std::string text = strprintf("# radial distribution function, %ld samples (every %lld steps) since the start or "
+                                 "restart; r is the shell's middle\nr,g,coordination\n",
+                                 rdf_samples_, static_cast<long long>(s_.rdf_every));
+    double coordination = 0;
+    for (std::size_t b = 0; b < hist.size(); ++b) {
+      const double r0 = b * dr, r1 = (b + 1) * dr;
+      const double shell = 4.0 / 3.0 * kPi * (r1 * r1 * r1 - r0 * r0 * r0);
+      const double g = hist[b] / (static_cast<double>(rdf_samples_) * n * rho * shell);
+      coordination += hist[b] / (static_cast<double>(rdf_samples_) * n);
+      text += strprintf("%.6g,%.10g,%.10g\n", 0.5 * (r0 + r1), g, coordination);
+    }
+    write_file_atomic(ctx_.run_dir + "/rdf.csv", text);
+  }
 
   // After a restart replaced the atoms: owners, ghosts, a list and forces for them.
   void refresh() {
@@ -876,6 +953,10 @@ class MdModel : public Model {
     if (nbr_.size() < list.size() || nbr_.size() == 0)
       nbr_ = Buffer<int>(where, std::max<std::size_t>(list.size() + list.size() / 4, 1));
     if (!list.empty()) memory::copy(ex, where, nbr_.data(), Backend::host, list.data(), list.size() * sizeof(int));
+    if (s_.rdf_every > 0) {  // the radial distribution function reads the list on the host
+      host_list_ = list;
+      host_start_ = start;
+    }
     start_ = Buffer<std::int64_t>(where, start.size());
     start_.from_host(ex, start);
     pairs_ = static_cast<double>(list.size());
@@ -1008,6 +1089,10 @@ class MdModel : public Model {
   Buffer<std::int64_t> start_, idd_;
   long builds_ = 0;
   double pairs_ = 0;
+  std::vector<double> rdf_hist_;
+  long rdf_samples_ = 0;
+  std::vector<int> host_list_;
+  std::vector<std::int64_t> host_start_;
   bool stale_ = false;
 };
 

@@ -94,6 +94,13 @@ def main():
         dpe, dpv = float(drows[0]["pe_per_atom"]), float(drows[0]["virial_pressure"])
         print(f"    from a LAMMPS data file: E_pair/N {dpe:.10f}, virial pressure {dpv:.10f}")
         check(dpe == pe and dpv == pv, "lattice: the data file gives the same numbers, bit for bit")
+        # The radial distribution function on the lattice (one step in): 12 neighbours in the first shell.
+        run(binary, a.out, "lattice_rdf", ["run.end_step=1", "md.rdf_every=1", "md.rdf_bins=250"])
+        with open(os.path.join(a.out, "lattice_rdf", "rdf.csv")) as f:
+            rdf = [r for r in csv.reader(line for line in f if not line.startswith("#"))][1:]
+        shell = [float(c) for r_, g_, c in rdf if 1.38 < float(r_) < 1.42]
+        print(f"    radial distribution function: coordination number at r = 1.4: {shell[0]:g} (fcc: 12)")
+        check(all(c == 12 for c in shell), "lattice: 12 neighbours in the first shell (rdf.csv)")
         total = float(rows[0]["pressure"])
         print(f"    pressure with the kinetic term at T 1.44, 3N-3 degrees of freedom: {total:.7f} (LAMMPS -5.0197073)")
         check(abs(total + 5.0197073) < 1e-6, "lattice: total pressure as LAMMPS prints it")
@@ -104,6 +111,7 @@ def main():
         for dt in (0.016, 0.008, 0.004):
             steps = int(round(span / dt))
             rows = run(binary, a.out, f"nve_{dt}", ["md.cells=[10]", "md.shift=true", f"md.dt={dt}", f"run.end_step={steps}",
+                                                    f"md.rdf_every={max(1, steps // 50)}",
                                                     f"diagnostics.every_steps={max(1, steps // 200)}"])
             # Discard the first 10 %: the lattice melts and the energy settles.
             e = [float(r["etotal_per_atom"]) for r in rows]
@@ -119,6 +127,10 @@ def main():
             flucts.append(rms)
             print(f"    dt {dt}: {steps} steps, E/N {mean:.6f}, RMS fluctuation {rms:.3e}, drift {slope:.2e} per tau "
                   f"({slope * span / abs(mean):.1e} relative over the run), T {float(rows[-1]['temperature']):.3f}")
+        with open(os.path.join(a.out, "nve_0.004", "rdf.csv")) as f:
+            rdf = [(float(r_), float(g_)) for r_, g_, c_ in csv.reader(line for line in f if not line.startswith("#") and not line.startswith("r,"))]
+        rpk, gpk = max(rdf, key=lambda x: x[1])
+        print(f"    liquid's g(r) (dt 0.004 run): first peak {gpk:.3f} at r = {rpk:.3f}")
         # Gated between the two largest steps, where the dt^2 error dominates; the next order is
         # reported (it falls towards the cutoff floor of about 2e-5).
         order = math.log2(flucts[0] / flucts[1])
