@@ -4,13 +4,17 @@
 // read, one write; write-allocate traffic is not counted, as in STREAM), on arrays of the shape
 // the solver allocates. Contains kernel bodies: a source that includes it is compiled by nvcc in
 // a CUDA build (cumulus_kernel_sources).
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstdio>
 #include <exception>
 #include <string>
 #include <vector>
 
 #include "core/comm.hpp"
+#include "core/error.hpp"
+#include "core/strings.hpp"
 #include "core/exec.hpp"
 #include "core/memory.hpp"
 #include "core/timers.hpp"
@@ -81,6 +85,30 @@ class CopyArrays {
   Field<double> a_, b_;
   double bytes_ = 0;
 };
+
+// ---- (b) what every benchmark's command line and report use ------------------------------------
+
+[[noreturn]] inline void usage_error(const std::string& msg) { throw InputError(msg + " (see --help)"); }
+
+// An integer option's value, at least `lo` (exit 2 naming the option otherwise).
+inline long parse_long(const std::string& opt, const std::string& s, long lo) {
+  char* end = nullptr;
+  const long v = std::strtol(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || v < lo)
+    usage_error(strprintf("%s %s: expected an integer >= %ld", opt.c_str(), s.c_str(), lo));
+  return v;
+}
+
+// A value with an SI prefix: si(2.5e9, "B/s") = "2.5 GB/s".
+inline std::string si(double v, const char* unit) {
+  const char* prefix[] = {"", "k", "M", "G", "T", "P"};
+  int p = 0;
+  while (std::fabs(v) >= 1000 && p < 5) {
+    v /= 1000;
+    ++p;
+  }
+  return strprintf("%.3g %s%s", v, prefix[p], unit);
+}
 
 // A benchmark's main(): MPI set up around `body`, errors printed once with the program's name and
 // turned into the exit status (2 for bad options).

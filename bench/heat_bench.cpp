@@ -48,16 +48,6 @@ struct Options {
   int repeats = 5;
 };
 
-[[noreturn]] void usage_error(const std::string& msg) { throw InputError(msg + " (see --help)"); }
-
-long parse_long(const std::string& opt, const std::string& s, long lo) {
-  char* end = nullptr;
-  const long v = std::strtol(s.c_str(), &end, 10);
-  if (s.empty() || *end != '\0' || v < lo)
-    usage_error(strprintf("%s %s: expected an integer >= %ld", opt.c_str(), s.c_str(), lo));
-  return v;
-}
-
 Options parse_options(int argc, char** argv, bool* help) {
   Options o;
   *help = false;
@@ -156,16 +146,6 @@ Batch time_steps(Model& model, const Exec& ex, const Comm& comm, long steps, dou
   b.halo_share_mean = comm.sum(share) / comm.size();
   b.update_seconds = comm.max(update) / static_cast<double>(steps);
   return b;
-}
-
-std::string si(double v, const char* unit) {
-  const char* prefix[] = {"", "k", "M", "G", "T", "P"};
-  int p = 0;
-  while (std::fabs(v) >= 1000 && p < 5) {
-    v /= 1000;
-    ++p;
-  }
-  return strprintf("%.3g %s%s", v, prefix[p], unit);
 }
 
 int bench_main(int argc, char** argv) {

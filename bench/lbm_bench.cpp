@@ -39,8 +39,6 @@ struct Options {
   int repeats = 3;
 };
 
-[[noreturn]] void usage_error(const std::string& msg) { throw InputError(msg + " (see --help)"); }
-
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream ss(s);

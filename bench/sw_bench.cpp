@@ -47,15 +47,6 @@ struct Options {
   double hv_time = 6 * 3600.0;
 };
 
-[[noreturn]] void usage_error(const std::string& msg) { throw InputError(msg + " (see --help)"); }
-
-long parse_long(const std::string& opt, const std::string& s, long lo) {
-  char* end = nullptr;
-  const long v = std::strtol(s.c_str(), &end, 10);
-  if (s.empty() || *end != '\0' || v < lo) usage_error(strprintf("%s %s: expected an integer >= %ld", opt.c_str(), s.c_str(), lo));
-  return v;
-}
-
 const char* kHelp =
     "cumulus_bench_sw: shallow-water cell updates/s and bandwidth against a copy ceiling measured in the same run\n"
     "  --backend auto|host|cuda   where kernels run (default auto)\n"
@@ -101,16 +92,6 @@ std::unique_ptr<Model> make_sw(const Comm& comm, const Exec& ex, long n, long ti
   check_common_keys(cfg, *entry);
   entry->check(cfg, comm.size());
   return entry->create(cfg, Context{comm, ex, ""});
-}
-
-std::string si(double v, const char* unit) {
-  const char* prefix[] = {"", "k", "M", "G", "T", "P"};
-  int p = 0;
-  while (std::fabs(v) >= 1000 && p < 5) {
-    v /= 1000;
-    ++p;
-  }
-  return strprintf("%.3g %s%s", v, prefix[p], unit);
 }
 
 int bench_main(int argc, char** argv) {

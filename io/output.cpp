@@ -62,6 +62,64 @@ std::vector<unsigned char> interleave(const GridArray& a, std::vector<unsigned c
   return aos;
 }
 
+// Writes one appended-binary VTK XML piece: the header `xml` (ending in "_"), then each block as
+// [uint64 size][bytes], then the closing tags; straight to the file, block by block, under a
+// temporary name renamed into place, so that a reader never sees half a piece. Returns "" or the error.
+std::string write_vtk_piece(const std::string& path, const std::string& xml,
+                            const std::vector<std::vector<unsigned char>>& blocks) {
+  const std::string tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  bool ok = f != nullptr;
+  if (ok) {
+    ok = std::fwrite(xml.data(), 1, xml.size(), f) == xml.size();
+    for (const auto& b : blocks) {
+      const std::uint64_t n = b.size();
+      ok = ok && std::fwrite(&n, sizeof(n), 1, f) == 1 && (n == 0 || std::fwrite(b.data(), 1, b.size(), f) == b.size());
+    }
+    const std::string tail = "\n  </AppendedData>\n</VTKFile>\n";
+    ok = ok && std::fwrite(tail.data(), 1, tail.size(), f) == tail.size();
+    ok = (std::fclose(f) == 0) && ok;
+  }
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return "cannot write '" + path + "'";
+  }
+  return "";
+}
+
+// One array's dataset in an output HDF5 file: this rank's hyperslab at `start` of `count` cells of
+// a `dims` array, the cell's components together (XDMF vectors want them so), with its units.
+void write_cell_dataset(hid_t file, const GridArray& a, std::vector<hsize_t> dims, std::vector<hsize_t> start,
+                        std::vector<hsize_t> count) {
+  if (a.ncomp > 1) {
+    dims.push_back(static_cast<hsize_t>(a.ncomp));
+    start.push_back(0);
+    count.push_back(static_cast<hsize_t>(a.ncomp));
+  }
+  const hid_t type = h5::native_type(static_cast<int>(a.dtype));
+  h5::Handle d = h5::create_dataset(file, a.name, type, dims);
+  const std::vector<unsigned char> data = interleave(a, a.read_local());
+  h5::write_hyperslab(d, type, start, count, data.data(), true);
+  h5::write_attr(d, "units", a.units);
+}
+
+// The XDMF <Attribute> of every array, cell-centred, read from `h5name` with cell dimensions `cdims`.
+std::string xdmf_attributes(const std::vector<GridArray>& arrays, const std::string& cdims, const std::string& h5name) {
+  std::string b;
+  for (const GridArray& a : arrays) {
+    const bool fl = a.dtype == DType::f64 || a.dtype == DType::f32;
+    const std::string type = fl ? "Float" : (a.dtype == DType::i32 ? "Int" : "UInt");
+    const std::string kind = a.ncomp == 1 ? "Scalar" : (a.ncomp == 3 ? "Vector" : "Matrix");
+    const std::string dims = a.ncomp == 1 ? cdims : cdims + " " + std::to_string(a.ncomp);
+    b += strprintf("    <Attribute Name=\"%s\" AttributeType=\"%s\" Center=\"Cell\">\n", xml_escape(a.name).c_str(),
+                   kind.c_str());
+    b += strprintf("     <DataItem Dimensions=\"%s\" NumberType=\"%s\" Precision=\"%zu\" Format=\"HDF\">output/%s:/%s"
+                   "</DataItem>\n    </Attribute>\n",
+                   dims.c_str(), type.c_str(), dtype_size(a.dtype), h5name.c_str(), a.name.c_str());
+  }
+  return b;
+}
+
 // Existing series entries before `resume_time` (a restart continues the series without duplicates).
 std::vector<SeriesEntry> read_series(const std::string& path, double resume_time, const std::regex& pattern) {
   std::vector<SeriesEntry> out;
@@ -135,26 +193,7 @@ class VtkWriter : public OutputWriter {
         offset += sizeof(std::uint64_t) + blocks.back().size();
       }
       xml += "      </CellData>\n    </Piece>\n  </ImageData>\n  <AppendedData encoding=\"raw\">\n_";
-      // Straight to the file, block by block (no copy of the data into one string); a temporary
-      // name and a rename, so that a reader never sees half a piece.
-      const std::string path = strprintf("%s/%s_r%05d.vti", dir.c_str(), stem.c_str(), comm_.rank());
-      const std::string tmp = path + ".tmp";
-      std::FILE* f = std::fopen(tmp.c_str(), "wb");
-      bool ok = f != nullptr;
-      if (ok) {
-        ok = std::fwrite(xml.data(), 1, xml.size(), f) == xml.size();
-        for (const auto& b : blocks) {
-          const std::uint64_t n = b.size();
-          ok = ok && std::fwrite(&n, sizeof(n), 1, f) == 1 && std::fwrite(b.data(), 1, b.size(), f) == b.size();
-        }
-        const std::string tail = "\n  </AppendedData>\n</VTKFile>\n";
-        ok = ok && std::fwrite(tail.data(), 1, tail.size(), f) == tail.size();
-        ok = (std::fclose(f) == 0) && ok;
-      }
-      if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-        std::remove(tmp.c_str());
-        err = "cannot write '" + path + "'";
-      }
+      err = write_vtk_piece(strprintf("%s/%s_r%05d.vti", dir.c_str(), stem.c_str(), comm_.rank()), xml, blocks);
     }
     if (comm_.bitwise_or(err.empty() ? 0 : 1)) throw Error(err.empty() ? "a rank failed to write its output piece" : err);
     // Every piece's extent, for the .pvti on rank 0.
@@ -245,24 +284,7 @@ class VtkWriter : public OutputWriter {
     xml += strprintf("        <DataArray type=\"UInt8\" Name=\"types\" format=\"appended\" offset=\"%llu\"/>\n",
                      add_block(raw(types.data(), types.size())));
     xml += "      </Cells>\n    </Piece>\n  </UnstructuredGrid>\n  <AppendedData encoding=\"raw\">\n_";
-    const std::string path = strprintf("%s/%s_r%05d.vtu", dir.c_str(), stem.c_str(), comm_.rank());
-    const std::string tmp = path + ".tmp";
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    bool ok = f != nullptr;
-    if (ok) {
-      ok = std::fwrite(xml.data(), 1, xml.size(), f) == xml.size();
-      for (const auto& b : blocks) {
-        const std::uint64_t n = b.size();
-        ok = ok && std::fwrite(&n, sizeof(n), 1, f) == 1 && (n == 0 || std::fwrite(b.data(), 1, b.size(), f) == b.size());
-      }
-      const std::string tail = "\n  </AppendedData>\n</VTKFile>\n";
-      ok = ok && std::fwrite(tail.data(), 1, tail.size(), f) == tail.size();
-      ok = (std::fclose(f) == 0) && ok;
-    }
-    if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-      std::remove(tmp.c_str());
-      err = "cannot write '" + path + "'";
-    }
+    err = write_vtk_piece(strprintf("%s/%s_r%05d.vtu", dir.c_str(), stem.c_str(), comm_.rank()), xml, blocks);
     if (comm_.bitwise_or(err.empty() ? 0 : 1)) throw Error(err.empty() ? "a rank failed to write its output piece" : err);
     if (comm_.is_root()) {
       std::string p = "<?xml version=\"1.0\"?>\n<VTKFile type=\"PUnstructuredGrid\" version=\"1.0\" "
@@ -313,26 +335,14 @@ class XdmfWriter : public OutputWriter {
       h5::Handle f = h5::create_file(dir + "/" + h5name, comm_);
       h5::write_attr(f, "time", time);
       h5::write_attr(f, "step", static_cast<std::int64_t>(step));
-      for (const GridArray& a : arrays) {
+      for (const GridArray& a : arrays)
         // [nz, ny, nx(, ncomp)]: the cell's components together, as XDMF vectors want.
-        std::vector<hsize_t> dims{static_cast<hsize_t>(g.size(2)), static_cast<hsize_t>(g.size(1)),
-                                  static_cast<hsize_t>(g.size(0))};
-        std::vector<hsize_t> start{static_cast<hsize_t>(a.local_box.lo[2] - g.lo[2]),
-                                   static_cast<hsize_t>(a.local_box.lo[1] - g.lo[1]),
-                                   static_cast<hsize_t>(a.local_box.lo[0] - g.lo[0])};
-        std::vector<hsize_t> count{static_cast<hsize_t>(a.local_box.size(2)), static_cast<hsize_t>(a.local_box.size(1)),
-                                   static_cast<hsize_t>(a.local_box.size(0))};
-        if (a.ncomp > 1) {
-          dims.push_back(static_cast<hsize_t>(a.ncomp));
-          start.push_back(0);
-          count.push_back(static_cast<hsize_t>(a.ncomp));
-        }
-        const hid_t type = h5::native_type(static_cast<int>(a.dtype));
-        h5::Handle d = h5::create_dataset(f, a.name, type, dims);
-        const std::vector<unsigned char> data = interleave(a, a.read_local());
-        h5::write_hyperslab(d, type, start, count, data.data(), true);
-        h5::write_attr(d, "units", a.units);
-      }
+        write_cell_dataset(f, a,
+                           {static_cast<hsize_t>(g.size(2)), static_cast<hsize_t>(g.size(1)), static_cast<hsize_t>(g.size(0))},
+                           {static_cast<hsize_t>(a.local_box.lo[2] - g.lo[2]), static_cast<hsize_t>(a.local_box.lo[1] - g.lo[1]),
+                            static_cast<hsize_t>(a.local_box.lo[0] - g.lo[0])},
+                           {static_cast<hsize_t>(a.local_box.size(2)), static_cast<hsize_t>(a.local_box.size(1)),
+                            static_cast<hsize_t>(a.local_box.size(0))});
     }
     if (comm_.is_root()) {
       const int nd = geo.ndim;
@@ -350,25 +360,9 @@ class XdmfWriter : public OutputWriter {
                      "%.17g</DataItem>\n",
                      nd == 3 ? geo.spacing[2] : 1.0, geo.spacing[1], geo.spacing[0]);
       b += "    </Geometry>\n";
-      for (const GridArray& a : arrays) {
-        const bool f = a.dtype == DType::f64 || a.dtype == DType::f32;
-        const std::string type = f ? "Float" : (a.dtype == DType::i32 ? "Int" : "UInt");
-        const std::string kind = a.ncomp == 1 ? "Scalar" : (a.ncomp == 3 ? "Vector" : "Matrix");
-        const std::string dims = a.ncomp == 1 ? cdims : cdims + " " + std::to_string(a.ncomp);
-        b += strprintf("    <Attribute Name=\"%s\" AttributeType=\"%s\" Center=\"Cell\">\n", xml_escape(a.name).c_str(),
-                       kind.c_str());
-        b += strprintf("     <DataItem Dimensions=\"%s\" NumberType=\"%s\" Precision=\"%zu\" Format=\"HDF\">output/%s:/%s"
-                       "</DataItem>\n    </Attribute>\n",
-                       dims.c_str(), type.c_str(), dtype_size(a.dtype), h5name.c_str(), a.name.c_str());
-      }
+      b += xdmf_attributes(arrays, cdims, h5name);
       b += "   </Grid>\n<!-- end -->\n";
-      while (!blocks_.empty() && blocks_.back().first >= time) blocks_.pop_back();
-      blocks_.push_back({time, b});
-      std::string x = "<?xml version=\"1.0\" ?>\n<Xdmf Version=\"3.0\">\n <Domain>\n  <Grid Name=\"" + base_ +
-                      "\" GridType=\"Collection\" CollectionType=\"Temporal\">\n";
-      for (const auto& blk : blocks_) x += blk.second;
-      x += "  </Grid>\n </Domain>\n</Xdmf>\n";
-      write_file_atomic(series_path(), x);
+      add_block(time, b);
     }
     comm_.barrier();
   }
@@ -392,19 +386,7 @@ class XdmfWriter : public OutputWriter {
       h5::Handle f = h5::create_file(dir + "/" + h5name, comm_);
       h5::write_attr(f, "time", time);
       h5::write_attr(f, "step", static_cast<std::int64_t>(step));
-      for (const GridArray& a : arrays) {
-        std::vector<hsize_t> dims{nglobal}, st{start}, count{nlocal};
-        if (a.ncomp > 1) {
-          dims.push_back(static_cast<hsize_t>(a.ncomp));
-          st.push_back(0);
-          count.push_back(static_cast<hsize_t>(a.ncomp));
-        }
-        const hid_t type = h5::native_type(static_cast<int>(a.dtype));
-        h5::Handle d = h5::create_dataset(f, a.name, type, dims);
-        const std::vector<unsigned char> data = interleave(a, a.read_local());
-        h5::write_hyperslab(d, type, st, count, data.data(), true);
-        h5::write_attr(d, "units", a.units);
-      }
+      for (const GridArray& a : arrays) write_cell_dataset(f, a, {nglobal}, {start}, {nlocal});
       const std::vector<double> pts = geo.cell_corners();
       h5::Handle d = h5::create_dataset(f, "corners", H5T_NATIVE_DOUBLE, {npc * nglobal, 3});
       h5::write_hyperslab(d, H5T_NATIVE_DOUBLE, {npc * start, 0}, {npc * nlocal, 3}, pts.data(), true);
@@ -427,17 +409,7 @@ class XdmfWriter : public OutputWriter {
       b += strprintf("     <DataItem Dimensions=\"%llu 3\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">output/%s:/corners"
                      "</DataItem>\n    </Geometry>\n",
                      k * n, h5name.c_str());
-      for (const GridArray& a : arrays) {
-        const bool fl = a.dtype == DType::f64 || a.dtype == DType::f32;
-        const std::string type = fl ? "Float" : (a.dtype == DType::i32 ? "Int" : "UInt");
-        const std::string kind = a.ncomp == 1 ? "Scalar" : (a.ncomp == 3 ? "Vector" : "Matrix");
-        const std::string dims = a.ncomp == 1 ? std::to_string(n) : std::to_string(n) + " " + std::to_string(a.ncomp);
-        b += strprintf("    <Attribute Name=\"%s\" AttributeType=\"%s\" Center=\"Cell\">\n", xml_escape(a.name).c_str(),
-                       kind.c_str());
-        b += strprintf("     <DataItem Dimensions=\"%s\" NumberType=\"%s\" Precision=\"%zu\" Format=\"HDF\">output/%s:/%s"
-                       "</DataItem>\n    </Attribute>\n",
-                       dims.c_str(), type.c_str(), dtype_size(a.dtype), h5name.c_str(), a.name.c_str());
-      }
+      b += xdmf_attributes(arrays, std::to_string(n), h5name);
       b += "   </Grid>\n<!-- end -->\n";
       add_block(time, b);
     }

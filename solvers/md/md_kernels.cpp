@@ -16,6 +16,18 @@ CUMULUS_HD inline double minimum_image(double d, double L) {
   const double h = 0.5 * L;
   return d > h ? d - L : (d < -h ? d + L : d);
 }
+// A coordinate that moved less than a box length, back into [0, L), counting the crossing.
+CUMULUS_HD inline double wrap(double x, double L, int& image) {
+  if (x < 0) {
+    image -= 1;
+    return x + L;
+  }
+  if (x >= L) {
+    image += 1;
+    return x - L;
+  }
+  return x;
+}
 }  // namespace
 
 // Full list: every pair is seen from both atoms, each taking its own force and half the energy
@@ -57,16 +69,8 @@ void kick_drift(const Exec& ex, const Atoms& a, double h, double dt) {
     int* im[3] = {a.ix, a.iy, a.iz};
     for (int d = 0; d < 3; ++d) {
       const double vn = v[d][i] + h * f[d][i];
-      double xn = x[d][i] + dt * vn;
-      if (xn < 0) {
-        xn += a.box[d];
-        im[d][i] -= 1;
-      } else if (xn >= a.box[d]) {
-        xn -= a.box[d];
-        im[d][i] += 1;
-      }
       v[d][i] = vn;
-      x[d][i] = xn;
+      x[d][i] = wrap(x[d][i] + dt * vn, a.box[d], im[d][i]);
     }
   });
 }
@@ -110,16 +114,8 @@ void kick_drift_langevin(const Exec& ex, const Atoms& a, double h, double dt, do
       double xn = x[d][i] + 0.5 * dt * vn;
       const double vo = c1 * vn + c2 * noise(seed, id, step, d);
       dke += vn * vn - vo * vo;
-      xn += 0.5 * dt * vo;
-      if (xn < 0) {
-        xn += a.box[d];
-        im[d][i] -= 1;
-      } else if (xn >= a.box[d]) {
-        xn -= a.box[d];
-        im[d][i] += 1;
-      }
       v[d][i] = vo;
-      x[d][i] = xn;
+      x[d][i] = wrap(xn + 0.5 * dt * vo, a.box[d], im[d][i]);
     }
     a.work[i] += 0.5 * mass * dke;
   });
