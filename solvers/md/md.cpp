@@ -2,6 +2,7 @@
 // thermo and the state description (host code; the kernels are in md_kernels.cpp).
 #include "solvers/md/md.hpp"
 #include "solvers/md/md_kernels.hpp"
+#include "solvers/md/pair.hpp"
 
 #include <algorithm>
 #include <array>
@@ -27,12 +28,16 @@ constexpr double kPi = 3.14159265358979323846;
 
 struct Setup {
   std::string lattice;
-  double density = 0, temperature = 0, cutoff = 0, skin = 0, epsilon = 1, sigma = 1, mass = 1, dt = 0;
+  double density = 0, temperature = 0, cutoff = 0, skin = 0, dt = 0;
+  int ntypes = 1;
+  std::vector<double> masses;     // per type (a data file's Masses replace them)
+  std::vector<double> fractions;  // lattice: share of each type
+  std::string pair_style;
   std::array<int, 3> cells{1, 1, 1};
   std::int64_t seed = 0;
-  bool shift = false, tail = false;
   std::string thermostat;
-  double damping = 1, t_bath = 0;
+  double damping = 1, t_bath = 0, nhc_damping = 0.5;
+  int nhc_length = 3;
   std::string data_file;
   std::int64_t rdf_every = 0, rdf_bins = 100;
   double rdf_range = 0;
@@ -189,36 +194,46 @@ DataFile read_data_file(const std::string& path, bool header_only) {
   return d;
 }
 
-Setup read_setup(const Config& cfg) {
+// `file_types`: the atom types a data file's header declares (0: no data file). md.types left at
+// its default takes them.
+std::string data_file_path(const Config& cfg) {
+  std::filesystem::path path(cfg.get<std::string>("md.data_file"));
+  if (path.empty()) return {};
+  if (path.is_relative() && !cfg.file().empty()) path = std::filesystem::path(cfg.file()).parent_path() / path;
+  return path.string();
+}
+
+Setup read_setup(const Config& cfg, int file_types) {
   Setup s;
+  s.ntypes = static_cast<int>(cfg.get<std::int64_t>("md.types"));
+  if (file_types > 0 && cfg.where("md.types") == "default") s.ntypes = file_types;
+  s.masses = cfg.get<std::vector<double>>("md.masses");
+  if (s.masses.empty()) s.masses.assign(static_cast<std::size_t>(s.ntypes), cfg.get<double>("md.mass"));
+  s.fractions = cfg.get<std::vector<double>>("md.type_fractions");
+  if (s.fractions.empty() && s.ntypes == 1) s.fractions = {1.0};
+  s.pair_style = cfg.get<std::string>("md.pair_style");
   s.lattice = cfg.get<std::string>("md.lattice");
   s.density = cfg.get<double>("md.density");
   const auto c = cfg.get<std::vector<std::int64_t>>("md.cells");
   for (int d = 0; d < 3; ++d) s.cells[d] = static_cast<int>(c[c.size() == 1 ? 0 : d]);
   s.temperature = cfg.get<double>("md.temperature");
   s.seed = cfg.get<std::int64_t>("md.seed");
-  s.cutoff = cfg.get<double>("md.cutoff");
   s.skin = cfg.get<double>("md.skin");
-  s.epsilon = cfg.get<double>("md.epsilon");
-  s.sigma = cfg.get<double>("md.sigma");
-  s.mass = cfg.get<double>("md.mass");
   s.dt = cfg.get<double>("md.dt");
-  s.shift = cfg.get<bool>("md.shift");
-  s.tail = cfg.get<bool>("md.tail_correction");
   s.thermostat = cfg.get<std::string>("md.thermostat");
   s.damping = cfg.get<double>("md.langevin_damping");
+  s.nhc_damping = cfg.get<double>("md.nhc_damping");
+  s.nhc_length = static_cast<int>(cfg.get<std::int64_t>("md.nhc_length"));
   s.t_bath = cfg.get<double>("md.thermostat_temperature");
   if (s.t_bath < 0) s.t_bath = s.temperature;
   s.rdf_every = cfg.get<std::int64_t>("md.rdf_every");
   s.rdf_bins = cfg.get<std::int64_t>("md.rdf_bins");
   s.rdf_range = cfg.get<double>("md.rdf_range");
+  s.data_file = data_file_path(cfg);
+  // The interaction range: the pair style's longest cutoff (only when the types are consistent;
+  // check() reports them first).
+  if (static_cast<int>(s.masses.size()) == s.ntypes) s.cutoff = pair_style(s.pair_style).reach(cfg, s.ntypes);
   if (s.rdf_range <= 0) s.rdf_range = s.cutoff;
-  s.data_file = cfg.get<std::string>("md.data_file");
-  if (!s.data_file.empty()) {
-    std::filesystem::path path(s.data_file);
-    if (path.is_relative() && !cfg.file().empty()) path = std::filesystem::path(cfg.file()).parent_path() / path;
-    s.data_file = path.string();
-  }
   return s;
 }
 
@@ -264,15 +279,30 @@ void declare_keys(Schema& s) {
   s.key("md.seed", ValueType::integer, "Seed of the counter-based generator keyed by (seed, atom id)")
       .def(std::int64_t{87287})
       .at_least(0);
-  s.key("md.cutoff", ValueType::real, "Lennard-Jones cutoff radius (sigma units)").def(2.5).positive();
   s.key("md.skin", ValueType::real, "Verlet list skin: the list holds pairs within cutoff + skin")
       .def(0.3)
       .at_least(0);
-  s.key("md.epsilon", ValueType::real, "Lennard-Jones well depth").def(1.0).positive();
-  s.key("md.sigma", ValueType::real, "Lennard-Jones diameter").def(1.0).positive();
-  s.key("md.mass", ValueType::real, "Atom mass").def(1.0).positive();
+  s.key("md.types", ValueType::integer,
+        "Number of atom types (with a data file left at its default: the file's 'atom types')")
+      .def(std::int64_t{1})
+      .at_least(1)
+      .at_most(64);
+  s.key("md.type_fractions", ValueType::real_array,
+        "Lattice: the share of each type, one entry per type, summing to 1 (empty: every atom type 1; needed for "
+        "several types). Counts are rounded; which atom gets which type is drawn with md.seed")
+      .def(std::vector<double>{})
+      .at_least(0);
+  s.key("md.mass", ValueType::real, "Mass of every atom type not given by md.masses").def(1.0).positive();
+  s.key("md.masses", ValueType::real_array, "Mass of each atom type (empty: md.mass for all; a data file's Masses replace them)")
+      .def(std::vector<double>{})
+      .positive();
+  std::vector<std::string> styles;
+  for (const PairStyleInfo& p : pair_styles()) styles.push_back(p.name);
+  s.key("md.pair_style", ValueType::string, "Pair potential (a registered style; its keys follow)")
+      .def(std::string("lj/cut"))
+      .one_of(styles);
+  for (const PairStyleInfo& p : pair_styles()) p.declare_keys(s);
   s.key("md.dt", ValueType::real, "Time step (reduced time units, tau)").def(0.005).positive();
-  s.key("md.shift", ValueType::boolean, "Shift the potential to zero at the cutoff").def(false);
   s.key("md.data_file", ValueType::string,
         "A LAMMPS data file (atom_style atomic, orthogonal box) to start from instead of a lattice; its Masses "
         "replace md.mass, its Velocities (if any) md.temperature. Relative to the job file's directory")
@@ -287,16 +317,18 @@ void declare_keys(Schema& s) {
       .def(0.0)
       .at_least(0);
   s.key("md.thermostat", ValueType::string,
-        "none (NVE, velocity Verlet) or langevin (NVT, BAOAB; random numbers keyed by seed, atom id and step)")
+        "none (NVE, velocity Verlet), langevin (NVT, BAOAB; random numbers keyed by seed, atom id and step) or "
+        "nose_hoover (NVT, a Nose-Hoover chain, Martyna-Tuckerman-Klein splitting)")
       .def(std::string("none"))
-      .one_of({"none", "langevin"});
+      .one_of({"none", "langevin", "nose_hoover"});
+  s.key("md.nhc_damping", ValueType::real, "Nose-Hoover relaxation time (tau; LAMMPS's Tdamp): Q1 = Nf kT t^2, Qi = kT t^2")
+      .def(0.5)
+      .positive();
+  s.key("md.nhc_length", ValueType::integer, "Thermostats in the Nose-Hoover chain").def(std::int64_t{3}).at_least(1).at_most(10);
   s.key("md.langevin_damping", ValueType::real, "Langevin damping time 1/gamma (tau)").def(1.0).positive();
   s.key("md.thermostat_temperature", ValueType::real, "Bath temperature of the thermostat (-1: md.temperature)")
       .def(-1.0)
       .at_least(-1);
-  s.key("md.tail_correction", ValueType::boolean,
-        "Add the analytic tail corrections (beyond the cutoff, uniform density) to energy and pressure")
-      .def(false);
 }
 
 // The box lengths: the lattice's, or the data file's.
@@ -313,29 +345,50 @@ CartesianDecomposition make_decomposition(const Setup& s, const std::array<doubl
 }
 
 void check(const Config& cfg, int nranks) {
-  const Setup s = read_setup(cfg);
   const auto c = cfg.get<std::vector<std::int64_t>>("md.cells");
   if (c.size() == 2) cfg.fail("md.cells", "has 2 entries: give one (all axes) or three");
   DataFile data;
-  const bool from_file = !s.data_file.empty();
+  const std::string path = data_file_path(cfg);
+  const bool from_file = !path.empty();
   if (from_file) {
     try {
-      data = read_data_file(s.data_file, false);
+      data = read_data_file(path, false);
     } catch (const InputError& e) {
       cfg.fail("md.data_file", e.what());
     }
-    if (data.ntypes > 1)
-      cfg.fail("md.data_file", strprintf("%s has %d atom types: several types (and their mixing) are not supported yet",
-                                         s.data_file.c_str(), data.ntypes));
   }
+  const int nt = static_cast<int>(cfg.get<std::int64_t>("md.types"));
+  if (from_file && cfg.where("md.types") != "default" && nt != data.ntypes)
+    cfg.fail("md.types", strprintf("is %d, but the data file %s declares %d atom types", nt, path.c_str(), data.ntypes));
+  const int ntypes = from_file ? data.ntypes : nt;
+  const auto masses = cfg.get<std::vector<double>>("md.masses");
+  if (!masses.empty() && static_cast<int>(masses.size()) != ntypes)
+    cfg.fail("md.masses", strprintf("has %zu entries for %d atom types (one per type, or none)", masses.size(), ntypes));
+  const auto fractions = cfg.get<std::vector<double>>("md.type_fractions");
+  if (from_file && !fractions.empty())
+    cfg.fail("md.type_fractions", "is for lattices: a data file gives each atom's type");
+  if (!from_file) {
+    if (fractions.empty() && ntypes > 1)
+      cfg.fail("md.type_fractions", strprintf("is needed for a lattice of %d atom types (one share per type, summing to 1)", ntypes));
+    if (!fractions.empty()) {
+      if (static_cast<int>(fractions.size()) != ntypes)
+        cfg.fail("md.type_fractions", strprintf("has %zu entries for %d atom types", fractions.size(), ntypes));
+      double sum = 0;
+      for (double f : fractions) sum += f;
+      if (std::fabs(sum - 1) > 1e-9) cfg.fail("md.type_fractions", strprintf("sums to %.12g, not 1", sum));
+    }
+  }
+  const PairStyleInfo& style = pair_style(cfg.get<std::string>("md.pair_style"));
+  style.check(cfg, ntypes);
+  const Setup s = read_setup(cfg, from_file ? data.ntypes : 0);
   const std::array<double, 3> L = box_lengths(s, from_file ? &data : nullptr);
   double natoms = from_file ? static_cast<double>(data.natoms) : static_cast<double>(basis(s.lattice).size());
   for (int d = 0; d < 3; ++d) {
     if (!from_file) natoms *= s.cells[d];
     if (L[d] < 2 * (s.cutoff + s.skin))
       cfg.fail(from_file ? "md.data_file" : "md.cutoff",
-               strprintf("cutoff + skin = %g is more than half the box (%g along axis %d): every pair must have one "
-                         "nearest image; use a larger box or a shorter cutoff",
+               strprintf("the longest cutoff + skin = %g is more than half the box (%g along axis %d): every pair must "
+                         "have one nearest image; use a larger box or a shorter cutoff",
                          s.cutoff + s.skin, L[d], d));
   }
   if (natoms > 2e9) cfg.fail("md.cells", strprintf("%.3g atoms is more than cumulus indexes (2^31)", natoms));
@@ -345,11 +398,9 @@ void check(const Config& cfg, int nranks) {
     cfg.fail("md.cells", strprintf("the box holds too few bins of cutoff + skin for %d ranks: %s", nranks, e.what()));
   }
   if (s.rdf_range > s.cutoff)
-    cfg.fail("md.rdf_range", strprintf("%g is beyond the cutoff %g: the radial distribution function is sampled from "
-                                       "the neighbour list, which holds pairs within the cutoff (plus the skin)",
+    cfg.fail("md.rdf_range", strprintf("%g is beyond the cutoff %g (the longest of any type pair): the radial distribution function is sampled "
+                                       "from the neighbour list, which holds pairs within the cutoff (plus the skin)",
                                        s.rdf_range, s.cutoff));
-  if (s.cutoff > 0 && s.sigma / s.cutoff > 2)
-    cfg.fail("md.cutoff", strprintf("%g is less than half of sigma (%g): nothing would interact", s.cutoff, s.sigma));
 }
 
 // Spatial decomposition: the box is cut into bins at least cutoff + skin wide, and the bins are
@@ -362,10 +413,11 @@ void check(const Config& cfg, int nranks) {
 class MdModel : public Model {
  public:
   MdModel(const Config& cfg, const Context& ctx)
-      : ctx_(ctx), s_(read_setup(cfg)), me_(ctx.comm.rank()), np_(ctx.comm.size()),
-        data_(s_.data_file.empty() ? DataFile{} : read_data_file(s_.data_file, false)),
-        data_has_velocities_(data_.has_velocities),
-        decomp_(make_decomposition(s_, box_lengths(s_, s_.data_file.empty() ? nullptr : &data_), np_)) {
+      : ctx_(ctx), me_(ctx.comm.rank()), np_(ctx.comm.size()),
+        data_(data_file_path(cfg).empty() ? DataFile{} : read_data_file(data_file_path(cfg), false)),
+        s_(read_setup(cfg, data_.ntypes)), data_has_velocities_(data_.has_velocities),
+        decomp_(make_decomposition(s_, box_lengths(s_, s_.data_file.empty() ? nullptr : &data_), np_)),
+        pair_(pair_style(s_.pair_style).create(cfg, s_.ntypes, ctx.exec)) {
     const bool from_file = !s_.data_file.empty();
     const std::array<double, 3> L = box_lengths(s_, from_file ? &data_ : nullptr);
     for (int d = 0; d < 3; ++d) {
@@ -381,7 +433,9 @@ class MdModel : public Model {
         for (int j = bb.lo[1]; j < bb.hi[1]; ++j)
           for (int i = bb.lo[0]; i < bb.hi[0]; ++i) owner_[(static_cast<std::size_t>(k) * nbins_[1] + j) * nbins_[0] + i] = r;
     }
-    auto keep = [&](std::int64_t id, const double p[3], const int img[3], const double* vel) {
+    type_counts_.assign(static_cast<std::size_t>(s_.ntypes), 0.0);
+    auto keep = [&](std::int64_t id, int type, const double p[3], const int img[3], const double* vel) {
+      type_counts_[static_cast<std::size_t>(type)] += 1;
       if (owner_of(p) != me_) return;
       for (int d = 0; d < 3; ++d) {
         hx_[d].push_back(p[d]);
@@ -389,13 +443,14 @@ class MdModel : public Model {
         hi_[d].push_back(img[d]);
       }
       hid_.push_back(id);
+      htype_.push_back(type);
       hw_.push_back(0.0);
     };
     if (from_file) {
       // Atoms from the file: shifted so the box starts at 0, wrapped into it (image counts kept),
-      // ids from 0 (file id - 1), the file's mass.
+      // ids from 0 (file id - 1), types from 0, the file's masses.
       n_total_ = data_.natoms;
-      s_.mass = data_.mass[0];
+      s_.masses = data_.mass;
       for (std::size_t k = 0; k < data_.id.size(); ++k) {
         double p[3], vel[3];
         int img[3];
@@ -409,13 +464,14 @@ class MdModel : public Model {
           p[d] = x;
           vel[d] = data_.v[d][k];
         }
-        keep(data_.id[k] - 1, p, img, vel);
+        keep(data_.id[k] - 1, data_.type[k] - 1, p, img, vel);
       }
     } else {
       // Lattice atoms (atom id = lattice index: cells x fastest, then the basis).
       const double a = lattice_constant(s_);
       const auto b = basis(s_.lattice);
       n_total_ = static_cast<std::int64_t>(b.size()) * s_.cells[0] * s_.cells[1] * s_.cells[2];
+      const std::vector<int> types = lattice_types();
       std::int64_t id = 0;
       const int zero[3] = {0, 0, 0};
       for (int k = 0; k < s_.cells[2]; ++k)
@@ -423,49 +479,49 @@ class MdModel : public Model {
           for (int i = 0; i < s_.cells[0]; ++i)
             for (const auto& q : b) {
               const double p[3] = {(i + q[0]) * a, (j + q[1]) * a, (k + q[2]) * a};
-              keep(id++, p, zero, nullptr);
+              const int t = types.empty() ? 0 : types[static_cast<std::size_t>(id)];
+              keep(id++, t, p, zero, nullptr);
             }
     }
     data_ = DataFile{};  // not needed any more
     nown_ = static_cast<int>(hid_.size());
     if (s_.temperature > 0 && n_total_ > 1 && !(from_file && data_has_velocities_)) {
-      double mean[3] = {0, 0, 0};
-      for (int i = 0; i < nown_; ++i)
+      // Gaussian components of variance kT / m (unit variance, divided by sqrt(m)), the centre of
+      // mass at rest, scaled to the temperature.
+      double p[3] = {0, 0, 0}, msum = 0;
+      for (int i = 0; i < nown_; ++i) {
+        const double m = s_.masses[static_cast<std::size_t>(htype_[static_cast<std::size_t>(i)])];
+        msum += m;
         for (int d = 0; d < 3; ++d) {
           const std::uint64_t aid = static_cast<std::uint64_t>(hid_[static_cast<std::size_t>(i)]);
           const double u1 = uniform(static_cast<std::uint64_t>(s_.seed), aid, 2 * d);
           const double u2 = uniform(static_cast<std::uint64_t>(s_.seed), aid, 2 * d + 1);
-          hv_[d][static_cast<std::size_t>(i)] = std::sqrt(-2 * std::log(u1)) * std::cos(2 * kPi * u2);
+          const double v = std::sqrt(-2 * std::log(u1)) * std::cos(2 * kPi * u2) / std::sqrt(m);
+          hv_[d][static_cast<std::size_t>(i)] = v;
+          p[d] += m * v;
         }
+      }
       // Global sums in id order would need a gather; the sums below differ between rank counts
       // only by rounding, so the mean and scale are rounded to 12 digits' worth: the same
       // velocities at any rank count. (Sums of ~N Gaussians carry ~1e-16 N relative error.)
-      for (int d = 0; d < 3; ++d) {
-        double sum = 0;
-        for (double v : hv_[d]) sum += v;
-        mean[d] = round_to(ctx.comm.sum(sum) / static_cast<double>(n_total_));
-      }
+      const double mtotal = round_to(ctx.comm.sum(msum));
+      double mean[3];
+      for (int d = 0; d < 3; ++d) mean[d] = round_to(ctx.comm.sum(p[d]) / mtotal);
       double ke2 = 0;
-      for (int d = 0; d < 3; ++d)
-        for (double& v : hv_[d]) {
+      for (int i = 0; i < nown_; ++i) {
+        const double m = s_.masses[static_cast<std::size_t>(htype_[static_cast<std::size_t>(i)])];
+        for (int d = 0; d < 3; ++d) {
+          double& v = hv_[d][static_cast<std::size_t>(i)];
           v -= mean[d];
-          ke2 += s_.mass * v * v;
+          ke2 += m * v * v;
         }
+      }
       const double scale = round_to(std::sqrt(s_.temperature * (3.0 * n_total_ - 3) / ctx.comm.sum(ke2)));
       for (auto& v : hv_)
         for (double& x : v) x *= scale;
     }
-    // Lennard-Jones coefficients (LAMMPS's lj/cut forms).
-    const double s6 = std::pow(s_.sigma, 6), s12 = s6 * s6, e = s_.epsilon;
-    lj_.cut2 = s_.cutoff * s_.cutoff;
-    lj_.lj1 = 48 * e * s12;
-    lj_.lj2 = 24 * e * s6;
-    lj_.lj3 = 4 * e * s12;
-    lj_.lj4 = 4 * e * s6;
-    if (s_.shift) {
-      const double r6 = s6 / std::pow(s_.cutoff, 6);
-      lj_.offset = 4 * e * (r6 * r6 - r6);
-    }
+    mass_ = Buffer<double>(ctx.exec.backend(), s_.masses.size());
+    memory::copy(ctx.exec, ctx.exec.backend(), mass_.data(), Backend::host, s_.masses.data(), s_.masses.size() * sizeof(double));
     rebuild();
     compute_forces();
   }
@@ -474,16 +530,22 @@ class MdModel : public Model {
     const Index3& p = decomp_.dims();
     const std::string origin = s_.data_file.empty() ? strprintf("%s lattice at density %g", s_.lattice.c_str(), s_.density)
                                                     : "from " + s_.data_file;
-    return strprintf("md: %lld atoms, %s (box %.6g x %.6g x %.6g), T0 %g; Lennard-Jones eps %g "
-                     "sigma %g cutoff %g%s%s, Verlet list skin %g (rebuilt when an atom has moved skin/2); velocity "
-                     "Verlet, dt %g%s; %d rank(s) as %d x %d x %d blocks of %d x %d x %d bins",
-                     static_cast<long long>(n_total_), origin.c_str(), box_[0], box_[1], box_[2],
-                     s_.temperature, s_.epsilon, s_.sigma, s_.cutoff, s_.shift ? ", shifted" : "",
-                     s_.tail ? ", tail corrections" : "", s_.skin, s_.dt,
-                     s_.thermostat == "langevin"
-                         ? strprintf("; Langevin thermostat (BAOAB) at T %g, damping time %g", s_.t_bath, s_.damping).c_str()
-                         : "; NVE",
-                     np_, p[0], p[1], p[2], nbins_[0], nbins_[1], nbins_[2]);
+    std::string types;
+    for (int t = 0; t < s_.ntypes; ++t)
+      types += strprintf("%s%.0f of mass %g", t == 0 ? "" : ", ", type_counts_[static_cast<std::size_t>(t)],
+                         s_.masses[static_cast<std::size_t>(t)]);
+    std::string thermostat = "; NVE";
+    if (s_.thermostat == "langevin")
+      thermostat = strprintf("; Langevin thermostat (BAOAB) at T %g, damping time %g", s_.t_bath, s_.damping);
+    else if (s_.thermostat == "nose_hoover")
+      thermostat = strprintf("; Nose-Hoover chain of %d at T %g, relaxation time %g (Q1 = %g, Qi = %g)", s_.nhc_length,
+                             s_.t_bath, s_.nhc_damping, chain_q(0), chain_q(1));
+    return strprintf("md: %lld atoms, %s (box %.6g x %.6g x %.6g), %d type(s) (%s), T0 %g; %s; Verlet list skin %g "
+                     "(rebuilt when an atom has moved skin/2); velocity Verlet, dt %g%s; %d rank(s) as %d x %d x %d "
+                     "blocks of %d x %d x %d bins",
+                     static_cast<long long>(n_total_), origin.c_str(), box_[0], box_[1], box_[2], s_.ntypes,
+                     types.c_str(), s_.temperature, pair_->describe().c_str(), s_.skin, s_.dt, thermostat.c_str(), np_,
+                     p[0], p[1], p[2], nbins_[0], nbins_[1], nbins_[2]);
   }
   double preferred_dt() const override { return s_.dt; }
   bool fixed_dt() const override { return true; }
@@ -493,11 +555,13 @@ class MdModel : public Model {
   void advance(double time, double dt) override {
     const Exec& ex = ctx_.exec;
     if (stale_) refresh();
-    const double h = 0.5 * dt / s_.mass;
+    const double h = 0.5 * dt;
+    const bool nhc = s_.thermostat == "nose_hoover";
+    if (nhc) chain_half_step(dt);
     if (s_.thermostat == "langevin") {
-      const double c1 = std::exp(-dt / s_.damping), c2 = std::sqrt((1 - c1 * c1) * s_.t_bath / s_.mass);
+      const double c1 = std::exp(-dt / s_.damping);
       const std::uint64_t step = static_cast<std::uint64_t>(std::llround(time / dt));
-      CUMULUS_KERNEL(ex, kernels, kick_drift_langevin)(ex, atoms(), h, dt, c1, c2, s_.mass,
+      CUMULUS_KERNEL(ex, kernels, kick_drift_langevin)(ex, atoms(), h, dt, c1, s_.t_bath,
                                                        static_cast<std::uint64_t>(s_.seed) ^ 0x5DEECE66Dull, step);
     } else {
       CUMULUS_KERNEL(ex, kernels, kick_drift)(ex, atoms(), h, dt);
@@ -512,6 +576,7 @@ class MdModel : public Model {
     }
     compute_forces();
     CUMULUS_KERNEL(ex, kernels, kick)(ex, atoms(), h);
+    if (nhc) chain_half_step(dt);
     const std::int64_t step = std::llround((time + dt) / dt);
     if (s_.rdf_every > 0 && step % s_.rdf_every == 0) sample_rdf();
   }
@@ -531,20 +596,17 @@ class MdModel : public Model {
     const Atoms a = atoms();
     const Comm& c = ctx_.comm;
     const double n = static_cast<double>(n_total_), V = box_[0] * box_[1] * box_[2], rho = n / V;
-    const double ke = 0.5 * s_.mass * c.sum(CUMULUS_KERNEL(ex, kernels, sum_kinetic)(ex, a));
+    const double ke = 0.5 * c.sum(CUMULUS_KERNEL(ex, kernels, sum_kinetic)(ex, a));
     double pe = c.sum(CUMULUS_KERNEL(ex, kernels, sum_potential)(ex, a));
     const double w = c.sum(CUMULUS_KERNEL(ex, kernels, sum_virial)(ex, a));
     const double dof = 3.0 * n - 3.0;
     const double T = dof > 0 ? 2 * ke / dof : 0;
     double p_virial = w / (3 * V);
-    if (s_.tail) {
-      // Uniform density beyond the cutoff (Allen & Tildesley): per atom and pressure.
-      const double sr3 = std::pow(s_.sigma / s_.cutoff, 3), sr9 = sr3 * sr3 * sr3, s3 = std::pow(s_.sigma, 3);
-      pe += n * (8.0 / 3.0) * kPi * rho * s_.epsilon * s3 * (sr9 / 3 - sr3);
-      p_virial += (16.0 / 3.0) * kPi * rho * rho * s_.epsilon * s3 * (2.0 / 3 * sr9 - sr3);
-    }
+    const auto [e_tail, p_tail] = pair_->tail(type_counts_, V);
+    pe += e_tail;
+    p_virial += p_tail;
     const double p = dof * T / (3 * V) + p_virial;
-    const double work = c.sum(CUMULUS_KERNEL(ex, kernels, sum_work)(ex, a));
+    const double work = c.sum(CUMULUS_KERNEL(ex, kernels, sum_work)(ex, a)) + chain_energy();
     if (s_.rdf_every > 0) write_rdf(rho);
     return {{"temperature", T},
             {"pe_per_atom", pe / n},
@@ -646,6 +708,49 @@ class MdModel : public Model {
           hid_.assign(v.begin(), v.end());
           stale_ = true;
         });
+    arr("type", "", DType::i32, 1,
+        [this, n] {
+          std::vector<int> v(static_cast<std::size_t>(n));
+          for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = htype_[static_cast<std::size_t>(i)] + 1;
+          std::vector<unsigned char> out(sizeof(int) * static_cast<std::size_t>(n));
+          if (n > 0) std::memcpy(out.data(), v.data(), out.size());
+          return out;
+        },
+        [this, n](const std::vector<unsigned char>& in) {
+          htype_.assign(static_cast<std::size_t>(n), 0);
+          if (n > 0) std::memcpy(htype_.data(), in.data(), sizeof(int) * static_cast<std::size_t>(n));
+          for (int& t : htype_) t -= 1;
+          stale_ = true;
+        });
+    if (s_.thermostat == "nose_hoover") {
+      // The chain's positions and velocities: global numbers, written by rank 0 and sent to every
+      // rank after a restart (refresh()).
+      GridArray g;
+      g.name = "thermostat_chain";
+      g.units = "1, 1/tau";
+      g.dtype = DType::f64;
+      g.ncomp = 1;
+      const int M = s_.nhc_length;
+      g.global_box = Box(0, 0, 0, 2 * M, 1, 1);
+      g.local_box = me_ == 0 ? g.global_box : Box(0, 0, 0, 0, 1, 1);
+      g.in_output = false;
+      g.read_local = [this, M] {
+        std::vector<unsigned char> out;
+        if (me_ != 0) return out;
+        out.resize(2 * M * sizeof(double));
+        std::memcpy(out.data(), chain_xi_.data(), M * sizeof(double));
+        std::memcpy(out.data() + M * sizeof(double), chain_v_.data(), M * sizeof(double));
+        return out;
+      };
+      g.write_local = [this, M](const std::vector<unsigned char>& in) {
+        if (me_ == 0 && in.size() == 2 * M * sizeof(double)) {
+          std::memcpy(chain_xi_.data(), in.data(), M * sizeof(double));
+          std::memcpy(chain_v_.data(), in.data() + M * sizeof(double), M * sizeof(double));
+        }
+        stale_ = true;
+      };
+      s.arrays.push_back(std::move(g));
+    }
     return s;
   }
 
@@ -703,12 +808,88 @@ class MdModel : public Model {
     a.neighbors = nbr_.data();
     a.work = work_.data();
     a.id = idd_.data();
+    a.type = type_.data();
+    a.mass = mass_.data();
     a.n = nown_;
     for (int d = 0; d < 3; ++d) a.box[d] = box_[d];
     return a;
   }
 
-  void compute_forces() { CUMULUS_KERNEL(ctx_.exec, kernels, forces)(ctx_.exec, atoms(), lj_); }
+  void compute_forces() { pair_->compute(ctx_.exec, atoms()); }
+
+  // Nose-Hoover chain (Martyna, Klein & Tuckerman 1992), integrated as Martyna, Tuckerman, Tobias &
+  // Klein (1996) split it: half a step of the chain around velocity Verlet, each thermostat's
+  // velocity updated over quarter steps from the outer end inwards and back, the atoms' velocities
+  // scaled by exp(-dt/2 v_1) in between. The chain is global: every rank holds the same numbers,
+  // computed from the exactly summed kinetic energy, so trajectories stay bit-identical at any rank
+  // count and on the host and CUDA.
+  double chain_q(int i) const {
+    const double nf = 3.0 * static_cast<double>(n_total_) - 3.0, t2 = s_.nhc_damping * s_.nhc_damping;
+    return (i == 0 ? nf : 1.0) * s_.t_bath * t2;
+  }
+  // Twice the kinetic energy, summed exactly (kinetic_fixed's fixed point), identical on every rank.
+  double kinetic2_exact() {
+    const Exec& ex = ctx_.exec;
+    const Atoms a = atoms();
+    std::uint64_t part[2] = {static_cast<std::uint64_t>(CUMULUS_KERNEL(ex, kernels, kinetic_fixed)(ex, a, 0)),
+                             static_cast<std::uint64_t>(CUMULUS_KERNEL(ex, kernels, kinetic_fixed)(ex, a, 1))};
+    std::uint64_t total[2] = {0, 0};
+    mpi_check(MPI_Allreduce(part, total, 2, MPI_UINT64_T, MPI_SUM, ctx_.comm.raw()), "MPI_Allreduce");
+    return static_cast<double>(static_cast<std::int64_t>(total[0])) * (1.0 / 1048576.0) +
+           static_cast<double>(static_cast<std::int64_t>(total[1])) * (1.0 / 4503599627370496.0);
+  }
+  void chain_half_step(double dt) {
+    const int M = s_.nhc_length;
+    const double kT = s_.t_bath, nf = 3.0 * static_cast<double>(n_total_) - 3.0;
+    const double dt2 = 0.5 * dt, dt4 = 0.25 * dt, dt8 = 0.125 * dt;
+    std::vector<double>& v = chain_v_;
+    double ke2 = kinetic2_exact();
+    auto force = [&](int i) {
+      return i == 0 ? (ke2 - nf * kT) / chain_q(0) : (chain_q(i - 1) * v[i - 1] * v[i - 1] - kT) / chain_q(i);
+    };
+    auto update = [&](int i) {  // quarter-step kick of thermostat i, damped by the next one
+      if (i == M - 1) {
+        v[i] += dt4 * force(i);
+        return;
+      }
+      const double e = std::exp(-dt8 * v[i + 1]);
+      v[i] = (v[i] * e + dt4 * force(i)) * e;
+    };
+    for (int i = M - 1; i >= 0; --i) update(i);
+    for (int i = 0; i < M; ++i) chain_xi_[i] += dt2 * v[i];
+    const double scale = std::exp(-dt2 * v[0]);
+    CUMULUS_KERNEL(ctx_.exec, kernels, scale_velocities)(ctx_.exec, atoms(), scale);
+    ke2 *= scale * scale;
+    for (int i = 0; i < M; ++i) update(i);
+  }
+  // The chain's share of the conserved quantity: sum Q_i v_i^2 / 2 + Nf kT xi_1 + kT sum_{i>1} xi_i.
+  double chain_energy() const {
+    if (s_.thermostat != "nose_hoover") return 0;
+    const double nf = 3.0 * static_cast<double>(n_total_) - 3.0;
+    double e = 0;
+    for (int i = 0; i < s_.nhc_length; ++i)
+      e += 0.5 * chain_q(i) * chain_v_[i] * chain_v_[i] + (i == 0 ? nf : 1.0) * s_.t_bath * chain_xi_[i];
+    return e;
+  }
+
+  // Lattice atoms' types: exactly round(fraction N) of each (the last type takes the rest), given to
+  // the atoms in the order of a hash of (seed, id): a random arrangement that does not depend on
+  // the rank count. Empty for one type.
+  std::vector<int> lattice_types() const {
+    if (s_.ntypes == 1) return {};
+    const std::int64_t n = n_total_;
+    std::vector<std::pair<double, std::int64_t>> key(static_cast<std::size_t>(n));
+    for (std::int64_t id = 0; id < n; ++id)
+      key[static_cast<std::size_t>(id)] = {uniform(static_cast<std::uint64_t>(s_.seed) ^ 0x7495A3C1ull, static_cast<std::uint64_t>(id), 0), id};
+    std::sort(key.begin(), key.end());
+    std::vector<int> type(static_cast<std::size_t>(n), s_.ntypes - 1);
+    std::int64_t k = 0;
+    for (int t = 0; t + 1 < s_.ntypes; ++t) {
+      const std::int64_t count = std::min<std::int64_t>(n - k, std::llround(s_.fractions[static_cast<std::size_t>(t)] * static_cast<double>(n)));
+      for (std::int64_t c = 0; c < count; ++c, ++k) type[static_cast<std::size_t>(key[static_cast<std::size_t>(k)].second)] = t;
+    }
+    return type;
+  }
 
   // One sample of the radial distribution function: every owned atom's neighbours within the range
   // (the list holds every pair within the cutoff), from the current positions, owned and ghosts.
@@ -767,6 +948,8 @@ class MdModel : public Model {
   // After a restart replaced the atoms: owners, ghosts, a list and forces for them.
   void refresh() {
     stale_ = false;
+    mpi_check(MPI_Bcast(chain_xi_.data(), static_cast<int>(chain_xi_.size()), MPI_DOUBLE, 0, ctx_.comm.raw()), "MPI_Bcast");
+    mpi_check(MPI_Bcast(chain_v_.data(), static_cast<int>(chain_v_.size()), MPI_DOUBLE, 0, ctx_.comm.raw()), "MPI_Bcast");
     rebuild();
     compute_forces();
   }
@@ -834,6 +1017,7 @@ class MdModel : public Model {
         permute(hi_[d]);
       }
       permute(hid_);
+      permute(htype_);
       permute(hw_);
     }
     upload_owned();
@@ -841,6 +1025,7 @@ class MdModel : public Model {
     send_lists_.assign(static_cast<std::size_t>(np_), {});
     std::vector<double> gx[3];
     std::vector<std::int64_t> gid;
+    std::vector<int> gtype;
     if (np_ > 1) {
       const double rl = s_.cutoff + s_.skin, rl2 = rl * rl;
       for (int i = 0; i < nown_; ++i) {
@@ -848,14 +1033,16 @@ class MdModel : public Model {
         for (int r = 0; r < np_; ++r)
           if (r != me_ && distance2_to_block(p, r) < rl2) send_lists_[static_cast<std::size_t>(r)].push_back(i);
       }
-      std::vector<double> recv = exchange_records(send_lists_, 4, [&](int i, double* rec) {
+      std::vector<double> recv = exchange_records(send_lists_, 5, [&](int i, double* rec) {
         for (int d = 0; d < 3; ++d) rec[d] = hx_[d][static_cast<std::size_t>(i)];
         rec[3] = static_cast<double>(hid_[static_cast<std::size_t>(i)]);
+        rec[4] = htype_[static_cast<std::size_t>(i)];
       }, &recv_counts_);
-      const std::size_t ng = recv.size() / 4;
+      const std::size_t ng = recv.size() / 5;
       for (std::size_t k = 0; k < ng; ++k) {
-        for (int d = 0; d < 3; ++d) gx[d].push_back(recv[4 * k + d]);
-        gid.push_back(static_cast<std::int64_t>(recv[4 * k + 3]));
+        for (int d = 0; d < 3; ++d) gx[d].push_back(recv[5 * k + d]);
+        gid.push_back(static_cast<std::int64_t>(recv[5 * k + 3]));
+        gtype.push_back(static_cast<int>(recv[5 * k + 4]));
       }
     }
     nghost_ = static_cast<int>(gid.size());
@@ -867,6 +1054,8 @@ class MdModel : public Model {
     }
     std::vector<std::int64_t> lid = hid_;
     lid.insert(lid.end(), gid.begin(), gid.end());
+    std::vector<int> ltype = htype_;
+    ltype.insert(ltype.end(), gtype.begin(), gtype.end());
 
     // The Verlet list of the owned atoms over owned + ghost atoms.
     const double rl = s_.cutoff + s_.skin, rl2 = rl * rl;
@@ -959,6 +1148,8 @@ class MdModel : public Model {
     }
     start_ = Buffer<std::int64_t>(where, start.size());
     start_.from_host(ex, start);
+    type_ = Buffer<int>(where, static_cast<std::size_t>(std::max(nlocal, 1)));
+    if (nlocal > 0) memory::copy(ex, where, type_.data(), Backend::host, ltype.data(), sizeof(int) * static_cast<std::size_t>(nlocal));
     pairs_ = static_cast<double>(list.size());
     ++builds_;
     (void)comm;
@@ -975,7 +1166,7 @@ class MdModel : public Model {
       else out[static_cast<std::size_t>(r)].push_back(i);
     }
     std::vector<int> counts;
-    const std::vector<double> recv = exchange_records(out, 11, [&](int i, double* rec) {
+    const std::vector<double> recv = exchange_records(out, 12, [&](int i, double* rec) {
       for (int d = 0; d < 3; ++d) {
         rec[d] = hx_[d][static_cast<std::size_t>(i)];
         rec[3 + d] = hv_[d][static_cast<std::size_t>(i)];
@@ -983,10 +1174,12 @@ class MdModel : public Model {
       }
       rec[9] = static_cast<double>(hid_[static_cast<std::size_t>(i)]);
       rec[10] = hw_[static_cast<std::size_t>(i)];
+      rec[11] = htype_[static_cast<std::size_t>(i)];
     }, &counts);
     std::vector<double> nx[3], nv[3];
     std::vector<int> ni[3];
     std::vector<std::int64_t> nid;
+    std::vector<int> ntype;
     std::vector<double> nw;
     for (int i : keep) {
       nw.push_back(hw_[static_cast<std::size_t>(i)]);
@@ -996,15 +1189,17 @@ class MdModel : public Model {
         ni[d].push_back(hi_[d][static_cast<std::size_t>(i)]);
       }
       nid.push_back(hid_[static_cast<std::size_t>(i)]);
+      ntype.push_back(htype_[static_cast<std::size_t>(i)]);
     }
-    for (std::size_t k = 0; k < recv.size() / 11; ++k) {
+    for (std::size_t k = 0; k < recv.size() / 12; ++k) {
       for (int d = 0; d < 3; ++d) {
-        nx[d].push_back(recv[11 * k + d]);
-        nv[d].push_back(recv[11 * k + 3 + d]);
-        ni[d].push_back(static_cast<int>(recv[11 * k + 6 + d]));
+        nx[d].push_back(recv[12 * k + d]);
+        nv[d].push_back(recv[12 * k + 3 + d]);
+        ni[d].push_back(static_cast<int>(recv[12 * k + 6 + d]));
       }
-      nid.push_back(static_cast<std::int64_t>(recv[11 * k + 9]));
-      nw.push_back(recv[11 * k + 10]);
+      nid.push_back(static_cast<std::int64_t>(recv[12 * k + 9]));
+      nw.push_back(recv[12 * k + 10]);
+      ntype.push_back(static_cast<int>(recv[12 * k + 11]));
     }
     for (int d = 0; d < 3; ++d) {
       hx_[d].swap(nx[d]);
@@ -1012,6 +1207,7 @@ class MdModel : public Model {
       hi_[d].swap(ni[d]);
     }
     hid_.swap(nid);
+    htype_.swap(ntype);
     hw_.swap(nw);
     nown_ = static_cast<int>(hid_.size());
   }
@@ -1066,11 +1262,14 @@ class MdModel : public Model {
   }
 
   Context ctx_;
-  Setup s_;
   int me_, np_;
   DataFile data_;
+  Setup s_;
   bool data_has_velocities_ = false;
   CartesianDecomposition decomp_;
+  std::unique_ptr<PairStyle> pair_;
+  std::vector<double> type_counts_;  // atoms of each type (global)
+  std::vector<double> chain_xi_ = std::vector<double>(10, 0.0), chain_v_ = std::vector<double>(10, 0.0);
   double box_[3] = {0, 0, 0}, binw_[3] = {0, 0, 0};
   int nbins_[3] = {1, 1, 1};
   std::vector<int> owner_;
@@ -1080,12 +1279,12 @@ class MdModel : public Model {
   std::vector<double> hx_[3], hv_[3];
   std::vector<int> hi_[3];
   std::vector<std::int64_t> hid_;
+  std::vector<int> htype_;
   std::vector<double> hw_;  // thermostat work per owned atom
   std::vector<std::vector<int>> send_lists_;
   std::vector<int> recv_counts_;
-  LjCoefficients lj_;
-  Buffer<double> x_[3], v_[3], f_[3], x0_[3], pe_, vir_, work_;
-  Buffer<int> img_[3], nbr_;
+  Buffer<double> x_[3], v_[3], f_[3], x0_[3], pe_, vir_, work_, mass_;
+  Buffer<int> img_[3], nbr_, type_;
   Buffer<std::int64_t> start_, idd_;
   long builds_ = 0;
   double pairs_ = 0;

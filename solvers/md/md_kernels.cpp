@@ -31,42 +31,61 @@ CUMULUS_HD inline double wrap(double x, double L, int& image) {
 }  // namespace
 
 // Full list: every pair is seen from both atoms, each taking its own force and half the energy
-// and virial (no atomic updates, no order dependence).
-void forces(const Exec& ex, const Atoms& a, const LjCoefficients& lj) {
+// and virial (no atomic updates, no order dependence). One type: its coefficients stay in
+// registers; several: looked up per pair from the table.
+namespace {
+struct PairSum {
+  double fx = 0, fy = 0, fz = 0, pe = 0, vir = 0;
+  CUMULUS_HD inline void add(const LjCoefficients& lj, double dx, double dy, double dz) {
+    const double r2 = dx * dx + dy * dy + dz * dz;
+    if (r2 < lj.cut2) {
+      const double r2i = 1.0 / r2, r6i = r2i * r2i * r2i;
+      const double fpair = r6i * (lj.lj1 * r6i - lj.lj2) * r2i;
+      fx += dx * fpair;
+      fy += dy * fpair;
+      fz += dz * fpair;
+      pe += r6i * (lj.lj3 * r6i - lj.lj4) - lj.offset;
+      vir += r2 * fpair;
+    }
+  }
+};
+}  // namespace
+
+void lj_forces(const Exec& ex, const Atoms& a, const LjTable& lj) {
   for_each(ex, "md.forces", Box(0, 0, 0, a.n, 1, 1), [=] CUMULUS_HD(int i, int, int) {
     const double xi = a.x[i], yi = a.y[i], zi = a.z[i];
-    double fx = 0, fy = 0, fz = 0, pe = 0, vir = 0;
-    for (std::int64_t k = a.start[i]; k < a.start[i + 1]; ++k) {
-      const int j = a.neighbors[k];
-      const double dx = minimum_image(xi - a.x[j], a.box[0]);
-      const double dy = minimum_image(yi - a.y[j], a.box[1]);
-      const double dz = minimum_image(zi - a.z[j], a.box[2]);
-      const double r2 = dx * dx + dy * dy + dz * dz;
-      if (r2 < lj.cut2) {
-        const double r2i = 1.0 / r2, r6i = r2i * r2i * r2i;
-        const double fpair = r6i * (lj.lj1 * r6i - lj.lj2) * r2i;
-        fx += dx * fpair;
-        fy += dy * fpair;
-        fz += dz * fpair;
-        pe += r6i * (lj.lj3 * r6i - lj.lj4) - lj.offset;
-        vir += r2 * fpair;
+    PairSum s;
+    if (lj.ntypes == 1) {
+      const LjCoefficients c = lj.c[0];
+      for (std::int64_t k = a.start[i]; k < a.start[i + 1]; ++k) {
+        const int j = a.neighbors[k];
+        s.add(c, minimum_image(xi - a.x[j], a.box[0]), minimum_image(yi - a.y[j], a.box[1]),
+              minimum_image(zi - a.z[j], a.box[2]));
+      }
+    } else {
+      const LjCoefficients* row = lj.c + a.type[i] * lj.ntypes;
+      for (std::int64_t k = a.start[i]; k < a.start[i + 1]; ++k) {
+        const int j = a.neighbors[k];
+        s.add(row[a.type[j]], minimum_image(xi - a.x[j], a.box[0]), minimum_image(yi - a.y[j], a.box[1]),
+              minimum_image(zi - a.z[j], a.box[2]));
       }
     }
-    a.fx[i] = fx;
-    a.fy[i] = fy;
-    a.fz[i] = fz;
-    a.pe[i] = 0.5 * pe;
-    a.virial[i] = 0.5 * vir;
+    a.fx[i] = s.fx;
+    a.fy[i] = s.fy;
+    a.fz[i] = s.fz;
+    a.pe[i] = 0.5 * s.pe;
+    a.virial[i] = 0.5 * s.vir;
   });
 }
 
 // Velocity Verlet's first half: v += dt/2 f/m, x += dt v, then wrap into the box (image counts).
-void kick_drift(const Exec& ex, const Atoms& a, double h, double dt) {
+void kick_drift(const Exec& ex, const Atoms& a, double half_dt, double dt) {
   for_each(ex, "md.integrate", Box(0, 0, 0, a.n, 1, 1), [=] CUMULUS_HD(int i, int, int) {
     double* x[3] = {a.x, a.y, a.z};
     double* v[3] = {a.vx, a.vy, a.vz};
     const double* f[3] = {a.fx, a.fy, a.fz};
     int* im[3] = {a.ix, a.iy, a.iz};
+    const double h = half_dt / a.mass[a.type[i]];
     for (int d = 0; d < 3; ++d) {
       const double vn = v[d][i] + h * f[d][i];
       v[d][i] = vn;
@@ -100,13 +119,15 @@ CUMULUS_HD inline double noise(std::uint64_t seed, std::uint64_t id, std::uint64
 // step v = c1 v + c2 xi (c1 = exp(-gamma dt), c2 = sqrt((1 - c1^2) kT / m)), half drift; the force
 // and the second half kick follow after the list check. `work` accumulates the kinetic energy the
 // O step removed, so that total energy + work is conserved (the reported conserved quantity).
-void kick_drift_langevin(const Exec& ex, const Atoms& a, double h, double dt, double c1, double c2, double mass,
+void kick_drift_langevin(const Exec& ex, const Atoms& a, double half_dt, double dt, double c1, double kT,
                          std::uint64_t seed, std::uint64_t step) {
   for_each(ex, "md.integrate", Box(0, 0, 0, a.n, 1, 1), [=] CUMULUS_HD(int i, int, int) {
     double* x[3] = {a.x, a.y, a.z};
     double* v[3] = {a.vx, a.vy, a.vz};
     const double* f[3] = {a.fx, a.fy, a.fz};
     int* im[3] = {a.ix, a.iy, a.iz};
+    const double mass = a.mass[a.type[i]], h = half_dt / mass;
+    const double c2 = sqrt((1 - c1 * c1) * kT / mass);
     const std::uint64_t id = static_cast<std::uint64_t>(a.id[i]);
     double dke = 0;
     for (int d = 0; d < 3; ++d) {
@@ -125,8 +146,9 @@ double sum_work(const Exec& ex, const Atoms& a) {
   return reduce(ex, "md.thermo", Box(0, 0, 0, a.n, 1, 1), 0.0, SumOp{}, [=] CUMULUS_HD(int i, int, int) { return a.work[i]; });
 }
 
-void kick(const Exec& ex, const Atoms& a, double h) {
+void kick(const Exec& ex, const Atoms& a, double half_dt) {
   for_each(ex, "md.integrate", Box(0, 0, 0, a.n, 1, 1), [=] CUMULUS_HD(int i, int, int) {
+    const double h = half_dt / a.mass[a.type[i]];
     a.vx[i] += h * a.fx[i];
     a.vy[i] += h * a.fy[i];
     a.vz[i] += h * a.fz[i];
@@ -144,9 +166,36 @@ double max_displacement2(const Exec& ex, const Atoms& a) {
   });
 }
 
+// Sum of m v^2 (twice the kinetic energy).
 double sum_kinetic(const Exec& ex, const Atoms& a) {
   return reduce(ex, "md.thermo", Box(0, 0, 0, a.n, 1, 1), 0.0, SumOp{}, [=] CUMULUS_HD(int i, int, int) {
-    return a.vx[i] * a.vx[i] + a.vy[i] * a.vy[i] + a.vz[i] * a.vz[i];
+    return a.mass[a.type[i]] * (a.vx[i] * a.vx[i] + a.vy[i] * a.vy[i] + a.vz[i] * a.vz[i]);
+  });
+}
+
+// Twice the kinetic energy as an exact fixed-point sum, for the Nose-Hoover thermostat, whose
+// velocity scaling must not depend on the order atoms are added in (rank count, backend): each
+// atom's m v^2 times 2^20 is split into its integer part (part 0) and the next 32 bits of its
+// fraction (part 1); integer sums are exact in any order (unsigned, wrapping: exact whenever the
+// total fits, 2^43 in units of m v^2 for part 0). The caller adds part0 2^-20 + part1 2^-52.
+std::int64_t kinetic_fixed(const Exec& ex, const Atoms& a, int part) {
+  const std::uint64_t sum = reduce(ex, "md.thermo", Box(0, 0, 0, a.n, 1, 1), std::uint64_t{0}, SumOp{},
+                                   [=] CUMULUS_HD(int i, int, int) -> std::uint64_t {
+    double x = a.mass[a.type[i]] * (a.vx[i] * a.vx[i] + a.vy[i] * a.vy[i] + a.vz[i] * a.vz[i]) * 1048576.0;
+    if (!(x < 4503599627370496.0)) x = 4503599627370496.0;  // 2^52 (non-finite: caught by the health check)
+    const double whole = floor(x);
+    if (part == 0) return static_cast<std::uint64_t>(whole);
+    return static_cast<std::uint64_t>(floor((x - whole) * 4294967296.0));
+  });
+  return static_cast<std::int64_t>(sum);
+}
+
+// Nose-Hoover: every velocity times the same factor.
+void scale_velocities(const Exec& ex, const Atoms& a, double factor) {
+  for_each(ex, "md.integrate", Box(0, 0, 0, a.n, 1, 1), [=] CUMULUS_HD(int i, int, int) {
+    a.vx[i] *= factor;
+    a.vy[i] *= factor;
+    a.vz[i] *= factor;
   });
 }
 double sum_potential(const Exec& ex, const Atoms& a) {

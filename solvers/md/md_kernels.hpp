@@ -1,6 +1,7 @@
 #pragma once
-// Molecular dynamics kernels (Lennard-Jones 12-6 over a full Verlet list, velocity Verlet),
-// declared once per backend pass. Atoms are structure-of-arrays: x, y, z each n doubles.
+// Molecular dynamics kernels (pair forces over a full Verlet list, velocity Verlet, Langevin,
+// Nose-Hoover scaling), declared once per backend pass. Atoms are structure-of-arrays: x, y, z
+// each n doubles; types index per-type tables (masses, pair coefficients).
 #include <cstdint>
 
 #include "core/exec.hpp"
@@ -13,6 +14,11 @@ namespace cumulus::md {
 struct LjCoefficients {
   double cut2 = 0, lj1 = 0, lj2 = 0, lj3 = 0, lj4 = 0, offset = 0;
 };
+// The table of every type pair, row-major (pair (a, b) at a * ntypes + b), in backend memory.
+struct LjTable {
+  const LjCoefficients* c = nullptr;
+  int ntypes = 1;
+};
 
 // Atoms and their list, as raw pointers into one backend's memory (captured by value by kernels).
 struct Atoms {
@@ -23,6 +29,8 @@ struct Atoms {
   int *ix = nullptr, *iy = nullptr, *iz = nullptr;  // image counts (box crossings)
   double *x0 = nullptr, *y0 = nullptr, *z0 = nullptr;  // positions at the last list build
   double* work = nullptr;  // energy the thermostat has taken out of each atom so far
+  const int* type = nullptr;      // per atom, owned and ghosts: 0 .. ntypes - 1
+  const double* mass = nullptr;   // per type
   const std::int64_t* id = nullptr;  // global atom ids (the thermostat's random numbers are keyed by them)
   const std::int64_t* start = nullptr;  // CSR neighbour list: atom i's neighbours are
   const int* neighbors = nullptr;       // neighbors[start[i] .. start[i + 1])
@@ -31,11 +39,13 @@ struct Atoms {
 };
 
 #define CUMULUS_MD_KERNELS                                                                           \
-  void forces(const Exec& ex, const Atoms& a, const LjCoefficients& lj);                             \
-  void kick_drift(const Exec& ex, const Atoms& a, double half_dt_over_m, double dt);                 \
-  void kick(const Exec& ex, const Atoms& a, double half_dt_over_m);                                  \
-  void kick_drift_langevin(const Exec& ex, const Atoms& a, double half_dt_over_m, double dt, double c1,     \
-                           double c2, double mass, std::uint64_t seed, std::uint64_t step);               \
+  void lj_forces(const Exec& ex, const Atoms& a, const LjTable& lj);                                 \
+  void kick_drift(const Exec& ex, const Atoms& a, double half_dt, double dt);                         \
+  void kick(const Exec& ex, const Atoms& a, double half_dt);                                          \
+  void kick_drift_langevin(const Exec& ex, const Atoms& a, double half_dt, double dt, double c1, double kT, \
+                           std::uint64_t seed, std::uint64_t step);                                       \
+  void scale_velocities(const Exec& ex, const Atoms& a, double factor);                               \
+  std::int64_t kinetic_fixed(const Exec& ex, const Atoms& a, int part);                               \
   double sum_work(const Exec& ex, const Atoms& a);                                                   \
   double max_displacement2(const Exec& ex, const Atoms& a);                                          \
   double sum_kinetic(const Exec& ex, const Atoms& a);                                                \

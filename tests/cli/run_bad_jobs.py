@@ -18,6 +18,7 @@ Cases come from tests/cli/bad_jobs/*.toml, whose leading comment lines hold dire
   # ranks: N              run under mpirun with N ranks (default: 1, no mpirun)
   # command: run|check    the subcommand (default: run)
   # requires: no-cuda-device   skipped when `cumulus info` reports a CUDA device
+  # with: FILE            copy bad_jobs/inputs/FILE beside the job (an input the job names; may repeat)
 Files that cannot carry a comment (empty, whitespace only, binary, a directory, a FIFO, a missing
 file) are the GENERATED cases below. Standard library only; every subprocess has a timeout.
 """
@@ -37,7 +38,7 @@ from cli_common import base_env, mpirun_command, mpirun_path, run_captured
 HERE = os.path.dirname(os.path.abspath(__file__))
 BAD_JOBS = os.path.join(HERE, "bad_jobs")
 TIMEOUT_S = 60
-DIRECTIVE = re.compile(r"^#\s*(expect|expect-any|args|ranks|command|requires):\s?(.*?)\s*$")
+DIRECTIVE = re.compile(r"^#\s*(expect|expect-any|args|ranks|command|requires|with):\s?(.*?)\s*$")
 
 
 class Case:
@@ -59,7 +60,7 @@ def file_case(path):
     name = os.path.splitext(os.path.basename(path))[0]
     with open(path, "rb") as f:
         data = f.read()
-    d = {"expect": [], "expect-any": [], "args": [], "ranks": 1, "command": "run", "requires": []}
+    d = {"expect": [], "expect-any": [], "args": [], "ranks": 1, "command": "run", "requires": [], "with": []}
     lines = data.split(b"\n")
     if not lines or not lines[0].startswith(b"# expect:"):
         raise SystemExit(f"{path}: the first line must be '# expect: ...'")
@@ -70,7 +71,7 @@ def file_case(path):
         if not m:
             continue
         key, value = m.group(1), m.group(2)
-        if key in ("expect", "expect-any", "requires"):
+        if key in ("expect", "expect-any", "requires", "with"):
             if not value:
                 raise SystemExit(f"{path}: empty '{key}:' directive")
             d[key].append(value)
@@ -82,9 +83,12 @@ def file_case(path):
             d["command"] = value
     base = os.path.basename(path)
 
-    def make(workdir, data=data, base=base):
+    def make(workdir, data=data, base=base, extra=tuple(d["with"])):
         with open(os.path.join(workdir, base), "wb") as f:
             f.write(data)
+        for name in extra:
+            with open(os.path.join(BAD_JOBS, "inputs", name), "rb") as src, open(os.path.join(workdir, name), "wb") as f:
+                f.write(src.read())
 
     return Case(name, base, d["expect"], d["expect-any"], d["args"], d["ranks"], d["command"], d["requires"],
                 make, source=path)

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Molecular dynamics checkpoints: 2N steps in one run equal N steps, checkpoint, restart, N steps,
 bit for bit under a Langevin thermostat (positions, velocities, image counts, the thermostat's work,
-compared atom by atom in id order: the random numbers are keyed by atom id and step), on 1 rank and
-from 2 ranks to 3, although the restart rebuilds the Verlet list and redistributes the atoms at
-another step than the straight run did; the ParaView output is one vertex per atom."""
+compared atom by atom in id order: the random numbers are keyed by atom id and step), and for a
+binary mixture under a Nose-Hoover chain (types, and the chain's state, which rank 0 writes and
+every rank gets back), on 1 rank and from 2 ranks to 3, although the restart rebuilds the Verlet
+list and redistributes the atoms at another step than the straight run did; the ParaView output is
+one vertex per atom."""
 import os
 import re
 
@@ -24,26 +26,62 @@ langevin_damping = 0.2
 [output]
 format = "none"
 """)
-rc, out = run(["run", "job.toml", "--set", "run.directory=ref"], d)
-r.check(rc == 0, "reference run", out)
+NHC = """solver = "md"
+[run]
+end_step = 80
+[md]
+cells = [6]
+temperature = 1.8
+types = 2
+type_fractions = [0.75, 0.25]
+masses = [1.0, 3.0]
+thermostat = "nose_hoover"
+thermostat_temperature = 1.2
+nhc_damping = 0.1
+[md.pairs.ab]
+types = [1, 2]
+epsilon = 1.3
+sigma = 0.9
+[output]
+format = "none"
+"""
+with open(os.path.join(d, "nhc.toml"), "w") as f:
+    f.write(NHC)
+
+
 def by_id(run_dir, name):
     ids = array(os.path.join(d, run_dir, ck % 80), "id").ravel()
     a = array(os.path.join(d, run_dir, ck % 80), name)
     return a.reshape(a.shape[0], -1)[:, ids.argsort()]
 
 
-for first, second in [(1, 1), (2, 3)]:
-    name = f"rs{first}{second}"
-    rc1, out1 = run(["run", "job.toml", "--set", f"run.directory={name}", "--set", f"run.end_step={N}"], d, ranks=first)
-    rc2, out2 = run(["run", "job.toml", "--set", f"run.directory={name}", "--restart", "auto"], d, ranks=second)
-    ok = rc == 0 and rc1 == 0 and rc2 == 0 and f"checkpoint_{N:012d}.h5" in out2
-    r.check(ok, f"N steps on {first} rank(s), then restart to 2N on {second}", out1 + out2)
-    if ok:
-        for field in ("position", "velocity", "image", "thermostat_work"):
-            a, b = by_id("ref", field), by_id(name, field)
-            r.check(a.tobytes() == b.tobytes(), f"{field} bit-identical after restart {first} -> {second} ranks")
+for job, fields in (("job.toml", ("position", "velocity", "image", "thermostat_work")),
+                    ("nhc.toml", ("position", "velocity", "image", "type"))):
+    ref = "ref_" + job[:-5]
+    rc, out = run(["run", job, "--set", f"run.directory={ref}"], d)
+    r.check(rc == 0, f"{job}: reference run", out)
+    for first, second in [(1, 1), (2, 3)]:
+        name = f"rs{first}{second}_{job[:-5]}"
+        rc1, out1 = run(["run", job, "--set", f"run.directory={name}", "--set", f"run.end_step={N}"], d, ranks=first)
+        rc2, out2 = run(["run", job, "--set", f"run.directory={name}", "--restart", "auto"], d, ranks=second)
+        ok = rc == 0 and rc1 == 0 and rc2 == 0 and f"checkpoint_{N:012d}.h5" in out2
+        r.check(ok, f"{job}: N steps on {first} rank(s), then restart to 2N on {second}", out1 + out2)
+        if ok:
+            for field in fields:
+                a, b = by_id(ref, field), by_id(name, field)
+                r.check(a.tobytes() == b.tobytes(), f"{job}: {field} bit-identical after restart {first} -> {second} ranks")
+            if job == "nhc.toml":
+                a = array(os.path.join(d, ref, ck % 80), "thermostat_chain")
+                b = array(os.path.join(d, name, ck % 80), "thermostat_chain")
+                r.check(a.tobytes() == b.tobytes() and abs(a).max() > 0,
+                        f"{job}: the chain's state bit-identical after restart {first} -> {second} ranks", str(a))
+    if job == "nhc.toml" and rc == 0:
+        t = array(os.path.join(d, ref, ck % 80), "type").ravel()
+        r.check((t == 1).sum() == 648 and (t == 2).sum() == 216, "nhc.toml: 75 % type 1, 25 % type 2, exactly",
+                str(((t == 1).sum(), (t == 2).sum())))
+rc = 0
 if rc == 0:
-    img = array(os.path.join(d, "ref", ck % 80), "image")
+    img = array(os.path.join(d, "ref_job", ck % 80), "image")
     r.check(abs(img).max() >= 1, "atoms crossed the box (image counts moved)", str(abs(img).max()))
 rc, out = run(["run", "job.toml", "--set", "run.directory=out", "--set", "run.end_step=4", "--set", "output.format=vtk",
                "--set", "output.every_steps=2"], d, ranks=2)

@@ -77,11 +77,16 @@ std::vector<double> run_md(const Config& cfg, const Comm& comm, const Exec& ex) 
 }
 
 // A hot liquid (many rebuilds and migrations), the same under a Langevin thermostat (random numbers
-// keyed by atom id and step), and a bcc crystal with a shifted potential.
+// keyed by atom id and step), a bcc crystal with a shifted potential, and a binary mixture (two
+// masses, an explicit 1-2 pair with its own cutoff) under a Nose-Hoover chain, whose velocity
+// scaling comes from the exactly summed kinetic energy.
 const char* kCases[] = {
     "[md]\ncells = [8, 7, 9]\ntemperature = 3.0\ndt = 0.005\n",
     "[md]\ncells = [8]\ntemperature = 1.5\nthermostat = \"langevin\"\nthermostat_temperature = 2.5\nlangevin_damping = 0.1\n",
     "[md]\nlattice = \"bcc\"\ndensity = 0.9\ncells = [9]\ntemperature = 0.5\nshift = true\ncutoff = 2.2\nskin = 0.4\n",
+    "[md]\ncells = [7]\ntemperature = 2.0\ntypes = 2\ntype_fractions = [0.8, 0.2]\nmasses = [1.0, 2.0]\n"
+    "thermostat = \"nose_hoover\"\nthermostat_temperature = 1.0\nnhc_damping = 0.1\n"
+    "[md.pairs.ab]\ntypes = [1, 2]\nepsilon = 1.5\nsigma = 0.8\ncutoff = 2.0\n",
 };
 }  // namespace
 
