@@ -18,6 +18,7 @@
 #include "cumulus/version.hpp"
 #include "io/checkpoint.hpp"
 #include "io/diagnostics_writer.hpp"
+#include "io/h5md.hpp"
 #include "io/output.hpp"
 #include "io/run_status.hpp"
 #include "app/submit.hpp"
@@ -284,6 +285,17 @@ int run_command(const RunOptions& o) {
     };
     sim.add_writer(w);
     log_info("output: " + ow->series_path() + " (open it in ParaView)");
+  }
+  if (cfg.get<long>("trajectory.every_steps") > 0 || cfg.get<double>("trajectory.every_time") > 0) {
+    auto tw = std::make_shared<H5mdWriter>(run_dir, world, resume_time);
+    Writer w;
+    w.name = "trajectory";
+    w.schedule.every_steps = cfg.get<long>("trajectory.every_steps");
+    w.schedule.every_time = cfg.get<double>("trajectory.every_time");
+    w.at_start = w.at_exit = true;
+    w.write = [tw, &model](long step, double time) { tw->write(step, time, model->state()); };
+    sim.add_writer(w);
+    log_info("trajectory: " + tw->path() + " (H5MD)");
   }
   auto diag = std::make_shared<DiagnosticsWriter>(run_dir + "/diagnostics.csv", world.is_root(), resume_step);
   Writer w;

@@ -54,6 +54,7 @@ struct SolverEntry {
   void (*check)(const Config&, int nranks);
   std::unique_ptr<Model> (*create)(const Config&, const Context&);
   std::vector<std::string> output_fields;  // what [output] fields may name
+  bool particles = false;                  // a particle state: [trajectory] (H5MD) applies
 };
 
 class SolverRegistry {

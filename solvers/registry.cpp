@@ -137,6 +137,17 @@ void declare_common_keys(Schema& s, const std::vector<std::string>& solver_names
   s.key("output.fields", ValueType::string_array, "Fields to write (empty: all the solver offers)")
       .def(std::vector<std::string>{})
       .restart_may_change();
+  // [trajectory]: particle solvers' H5MD trajectory (io/h5md.hpp), beside the ParaView output.
+  s.key("trajectory.every_steps", ValueType::integer,
+        "Particle solvers: steps between frames of the H5MD trajectory run_dir/trajectory.h5md (0: not by steps; "
+        "with either cadence set, the first and last step too)")
+      .def(std::int64_t{0})
+      .at_least(0)
+      .restart_may_change();
+  s.key("trajectory.every_time", ValueType::real, "Particle solvers: simulated time between H5MD frames (0: not by time)")
+      .def(0.0)
+      .at_least(0)
+      .restart_may_change();
 
   // [job]: defaults for `cumulus submit`; command-line options override them.
   s.key("job.scheduler", ValueType::string, "Batch system for `cumulus submit`")
@@ -180,6 +191,9 @@ void declare_common_keys(Schema& s, const std::vector<std::string>& solver_names
 }
 
 void check_common_keys(const Config& cfg, const SolverEntry& solver) {
+  if (!solver.particles && (cfg.get<std::int64_t>("trajectory.every_steps") > 0 || cfg.get<double>("trajectory.every_time") > 0))
+    cfg.fail(cfg.get<std::int64_t>("trajectory.every_steps") > 0 ? "trajectory.every_steps" : "trajectory.every_time",
+             "H5MD trajectories are for particle solvers (md); " + solver.name + " writes grids: use [output]");
   if (cfg.get<std::int64_t>("run.end_step") == 0 && cfg.get<double>("run.end_time") == 0)
     cfg.fail("run.end_step", "the run has no end: set run.end_step or run.end_time (or both)");
   for (const auto& f : cfg.get<std::vector<std::string>>("output.fields")) {

@@ -626,6 +626,7 @@ class MdModel : public Model {
     StateDescription s;
     s.geometry.ndim = 3;
     s.geometry.corners_per_cell = 1;
+    for (int d = 0; d < 3; ++d) s.geometry.spacing[d] = box_[d];  // particles: the periodic box's edges (H5MD)
     s.geometry.cell_corners = [this] {
       std::vector<double> out(3 * static_cast<std::size_t>(nown_));
       for (int i = 0; i < nown_; ++i)
@@ -1299,7 +1300,7 @@ std::unique_ptr<Model> create(const Config& cfg, const Context& ctx) { return st
 
 void register_solver(SolverRegistry& r) {
   r.add(SolverEntry{"md", "molecular dynamics: Lennard-Jones atoms, Verlet lists, velocity Verlet, spatial decomposition",
-                    declare_keys, check, create, {"position", "velocity", "image", "id", "thermostat_work"}});
+                    declare_keys, check, create, {"position", "velocity", "image", "id", "type", "thermostat_work"}, true});
 }
 
 }  // namespace cumulus::md

@@ -5,9 +5,14 @@ compared atom by atom in id order: the random numbers are keyed by atom id and s
 binary mixture under a Nose-Hoover chain (types, and the chain's state, which rank 0 writes and
 every rank gets back), on 1 rank and from 2 ranks to 3, although the restart rebuilds the Verlet
 list and redistributes the atoms at another step than the straight run did; the ParaView output is
-one vertex per atom."""
+one vertex per atom. The H5MD trajectory of a restarted run equals the straight run's, frame for
+frame and bit for bit (no repeated frame at the restart), its particles in id order match the
+checkpoint, and a trajectory file left unreadable is set aside (*.damaged) and a new one begun."""
 import os
 import re
+
+import h5py
+import numpy as np
 
 from common import Results, array, run, scratch
 
@@ -94,4 +99,49 @@ if rc == 0:
         cells += int(re.search(r'NumberOfCells="(\d+)"', head).group(1))
         r.check('Name="velocity"' in head and 'Name="id"' in head, f"vtk: rank {rank}'s atoms carry velocity and id")
     r.check(cells == 4 * 216, "vtk: one vertex per atom over both pieces", str(cells))
+
+# H5MD trajectories: a straight run on 2 ranks against 40 steps on 2 + restart on 3.
+def traj(run_dir):
+    with h5py.File(os.path.join(d, run_dir, "trajectory.h5md"), "r") as f:
+        out = {k: f[k][()] for k in ("particles/all/position/value", "particles/all/position/step",
+                                     "particles/all/velocity/value", "particles/all/image/value",
+                                     "particles/all/image/time", "particles/all/species", "particles/all/id",
+                                     "particles/all/box/edges")}
+        out["version"] = f["h5md"].attrs["version"]
+        out["boundary"] = list(f["particles/all/box"].attrs["boundary"])
+        out["creator"] = f["h5md/creator"].attrs["name"]
+    return out
+
+
+T = ["--set", "trajectory.every_steps=20"]
+rc0, out0 = run(["run", "nhc.toml", "--set", "run.directory=tr_ref"] + T, d, ranks=2)
+rc1, out1 = run(["run", "nhc.toml", "--set", "run.directory=tr_rs", "--set", f"run.end_step={N}"] + T, d, ranks=2)
+rc2, out2 = run(["run", "nhc.toml", "--set", "run.directory=tr_rs", "--restart", "auto"] + T, d, ranks=3)
+ok = rc0 == 0 and rc1 == 0 and rc2 == 0
+r.check(ok, "trajectory runs (2 ranks; 2 then 3 after a restart)", out0 + out1 + out2)
+if ok:
+    a, b = traj("tr_ref"), traj("tr_rs")
+    r.check(list(a["particles/all/position/step"]) == [0, 20, 40, 60, 80], "h5md: frames at steps 0, 20, 40, 60, 80",
+            str(a["particles/all/position/step"]))
+    r.check(list(a["version"]) == [1, 1] and a["boundary"] == [b"periodic"] * 3 and a["creator"] == b"cumulus",
+            "h5md: version 1.1, periodic box, creator", str((a["version"], a["boundary"], a["creator"])))
+    r.check(all(np.array_equal(a[k], b[k]) and a[k].tobytes() == b[k].tobytes() for k in a if k.startswith("particles")),
+            "h5md: the restarted run's trajectory equals the straight run's, bit for bit")
+    ids = array(os.path.join(d, "tr_ref", ck % 80), "id").ravel()
+    pos = array(os.path.join(d, "tr_ref", ck % 80), "position").reshape(3, -1)[:, ids.argsort()].T
+    r.check(a["particles/all/position/value"][-1].tobytes() == np.ascontiguousarray(pos).tobytes() and
+            list(a["particles/all/id"]) == sorted(ids), "h5md: last frame = the checkpoint's positions, in id order")
+    r.check(sorted(np.bincount(a["particles/all/species"])[1:]) == [216, 648], "h5md: species 1 and 2 as the lattice has them")
+# A damaged trajectory (a run killed mid-write) is set aside on restart.
+rc1, out1 = run(["run", "nhc.toml", "--set", "run.directory=tr_bad", "--set", f"run.end_step={N}"] + T, d, ranks=2)
+path = os.path.join(d, "tr_bad", "trajectory.h5md")
+if rc1 == 0:
+    with open(path, "r+b") as f:
+        f.truncate(3000)
+rc2, out2 = run(["run", "nhc.toml", "--set", "run.directory=tr_bad", "--restart", "auto"] + T, d, ranks=2)
+r.check(rc1 == 0 and rc2 == 0 and os.path.exists(path + ".damaged") and "could not be read back" in out2,
+        "h5md: an unreadable trajectory is kept as .damaged and the restart goes on", out2[-2000:])
+if rc2 == 0:
+    steps = list(traj("tr_bad")["particles/all/position/step"])
+    r.check(steps == [60, 80], "h5md: the new trajectory goes on from the first frame after the restart", str(steps))
 r.finish()
