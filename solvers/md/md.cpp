@@ -18,6 +18,7 @@
 
 #include "core/memory.hpp"
 #include "core/strings.hpp"
+#include "core/timers.hpp"
 #include "io/run_directory.hpp"
 #include "mesh/decomposition.hpp"
 
@@ -39,7 +40,8 @@ struct Setup {
   double damping = 1, t_bath = 0, nhc_damping = 0.5;
   int nhc_length = 3;
   std::string data_file;
-  std::int64_t rdf_every = 0, rdf_bins = 100;
+  std::int64_t rdf_every = 0, rdf_bins = 100, neighbor_every = 1;
+  bool neighbor_check = true;
   double rdf_range = 0;
 };
 
@@ -219,6 +221,8 @@ Setup read_setup(const Config& cfg, int file_types) {
   s.temperature = cfg.get<double>("md.temperature");
   s.seed = cfg.get<std::int64_t>("md.seed");
   s.skin = cfg.get<double>("md.skin");
+  s.neighbor_every = cfg.get<std::int64_t>("md.neighbor_every");
+  s.neighbor_check = cfg.get<bool>("md.neighbor_check");
   s.dt = cfg.get<double>("md.dt");
   s.thermostat = cfg.get<std::string>("md.thermostat");
   s.damping = cfg.get<double>("md.langevin_damping");
@@ -282,6 +286,14 @@ void declare_keys(Schema& s) {
   s.key("md.skin", ValueType::real, "Verlet list skin: the list holds pairs within cutoff + skin")
       .def(0.3)
       .at_least(0);
+  s.key("md.neighbor_every", ValueType::integer,
+        "Consider rebuilding the Verlet list only on steps that are multiples of this (LAMMPS's neigh_modify every)")
+      .def(std::int64_t{1})
+      .at_least(1);
+  s.key("md.neighbor_check", ValueType::boolean,
+        "Rebuild (on those steps) only when an atom has moved more than half the skin; false: always (LAMMPS's check "
+        "no). Builds later than needed are counted as dangerous_builds")
+      .def(true);
   s.key("md.types", ValueType::integer,
         "Number of atom types (with a data file left at its default: the file's 'atom types')")
       .def(std::int64_t{1})
@@ -566,12 +578,22 @@ class MdModel : public Model {
     } else {
       CUMULUS_KERNEL(ex, kernels, kick_drift)(ex, atoms(), h, dt);
     }
+    // The list is rebuilt on steps that are multiples of md.neighbor_every, when an atom has
+    // moved more than half the skin since the last build (md.neighbor_check) or always. A build
+    // later than the first step on which an atom had moved that far is dangerous (pairs may have
+    // been missed): counted and reported, as LAMMPS does.
     const double half_skin = 0.5 * s_.skin;
     const double moved = ctx_.comm.max(CUMULUS_KERNEL(ex, kernels, max_displacement2)(ex, atoms()));
-    if (moved > half_skin * half_skin) {
+    const bool far = moved > half_skin * half_skin;
+    const std::int64_t this_step = std::llround((time + dt) / dt);
+    const bool due = this_step % s_.neighbor_every == 0;
+    if (due && (far || !s_.neighbor_check)) {
+      if (far && overdue_) ++dangerous_;
+      overdue_ = false;
       download_owned();
       rebuild();
     } else {
+      if (far) overdue_ = true;
       forward_ghosts();
     }
     compute_forces();
@@ -616,6 +638,7 @@ class MdModel : public Model {
             {"pressure", p},
             {"virial_pressure", p_virial},
             {"neighbor_builds", static_cast<double>(builds_)},
+            {"dangerous_builds", static_cast<double>(dangerous_)},
             {"pairs_per_atom", c.sum(pairs_) / n},
             {"ghosts_per_rank", c.sum(static_cast<double>(nghost_)) / np_}};
   }
@@ -812,11 +835,21 @@ class MdModel : public Model {
     a.type = type_.data();
     a.mass = mass_.data();
     a.n = nown_;
+    a.half = half_;
+    a.order = order_.data();
+    a.nslots = nslots_;
     for (int d = 0; d < 3; ++d) a.box[d] = box_[d];
     return a;
   }
 
-  void compute_forces() { pair_->compute(ctx_.exec, atoms()); }
+  void compute_forces() {
+    if (half_) {  // the kernel timers see for_each kernels; the half-list loop is plain host code
+      ScopedTimer timer("md.forces");
+      pair_->compute(ctx_.exec, atoms());
+    } else {
+      pair_->compute(ctx_.exec, atoms());
+    }
+  }
 
   // Nose-Hoover chain (Martyna, Klein & Tuckerman 1992), integrated as Martyna, Tuckerman, Tobias &
   // Klein (1996) split it: half a step of the chain around velocity Verlet, each thermostat's
@@ -909,17 +942,22 @@ class MdModel : public Model {
       const double L = box_[axis];
       return d > 0.5 * L ? d - L : (d < -0.5 * L ? d + L : d);
     };
-    for (int i = 0; i < nown_; ++i)
-      for (std::int64_t k = host_start_[static_cast<std::size_t>(i)]; k < host_start_[static_cast<std::size_t>(i) + 1]; ++k) {
+    // Each owned atom counts its pairs: a full list's slot is its owned atom; a half list holds
+    // every pair once, counted for each of its owned atoms.
+    for (int slot = 0; slot < nslots_; ++slot) {
+      const int i = half_ ? host_order_[static_cast<std::size_t>(slot)] : slot;
+      for (std::int64_t k = host_start_[static_cast<std::size_t>(slot)]; k < host_start_[static_cast<std::size_t>(slot) + 1]; ++k) {
         const int j = host_list_[static_cast<std::size_t>(k)];
+        const double weight = half_ ? static_cast<double>((i < nown_) + (j < nown_)) : 1.0;
         double r2 = 0;
         for (int d = 0; d < 3; ++d) {
           const double dd = image(h[d][static_cast<std::size_t>(i)] - h[d][static_cast<std::size_t>(j)], d);
           r2 += dd * dd;
         }
         const double r = std::sqrt(r2);
-        if (r < range) rdf_hist_[std::min(static_cast<std::size_t>(r * scale), rdf_hist_.size() - 1)] += 1;
+        if (r < range) rdf_hist_[std::min(static_cast<std::size_t>(r * scale), rdf_hist_.size() - 1)] += weight;
       }
+    }
     ++rdf_samples_;
   }
 
@@ -999,6 +1037,7 @@ class MdModel : public Model {
   // Collective: atoms to their owners, ghost lists, the Verlet list; from the host copies hx_,
   // hv_, hi_, hid_ of the owned atoms.
   void rebuild() {
+    ScopedTimer timer("md.neighbor_build");
     const Exec& ex = ctx_.exec;
     const Comm& comm = ctx_.comm;
     if (np_ > 1) migrate();
@@ -1071,68 +1110,192 @@ class MdModel : public Model {
       const double dz = image(lx[2][static_cast<std::size_t>(i)] - lx[2][static_cast<std::size_t>(j)], 2);
       return dx * dx + dy * dy + dz * dz < rl2;
     };
-    std::vector<std::int64_t> start(static_cast<std::size_t>(nown_) + 1, 0);
-    std::vector<int> list;
-    list.reserve(static_cast<std::size_t>(nown_) * 80);
-    const bool brute = nbins_[0] < 3 || nbins_[1] < 3 || nbins_[2] < 3;
+    // List bins: at least half of cutoff + skin wide, searched two bins out (125 bins of volume
+    // 15.6 rl^3 around an atom instead of 27 of at least rl^3: about half the distance checks);
+    // one bin out with rl-wide bins where the box is too small for five half bins; all pairs where
+    // it is too small for three.
+    int nb3[3], reach = 2;
+    for (int d = 0; d < 3; ++d) nb3[d] = std::max(1, static_cast<int>(std::floor(box_[d] / (0.5 * rl))));
+    if (nb3[0] < 5 || nb3[1] < 5 || nb3[2] < 5) {
+      reach = 1;
+      for (int d = 0; d < 3; ++d) nb3[d] = nbins_[d];
+    }
+    const bool brute = nb3[0] < 3 || nb3[1] < 3 || nb3[2] < 3;
+    auto list_bin = [&](double x, int d) {
+      return std::clamp(static_cast<int>(std::floor(x * nb3[d] / box_[d])), 0, nb3[d] - 1);
+    };
     std::vector<int> count, bins;
+    std::vector<double> sx, sy, sz;
+    std::vector<std::int64_t> sid;
+    std::vector<int> srank;
+    // Local atoms (owned and ghosts) ranked by global id: a list sorted by rank is sorted by id.
+    std::vector<int> by_rank(static_cast<std::size_t>(nlocal)), idrank(static_cast<std::size_t>(nlocal));
+    for (int j = 0; j < nlocal; ++j) by_rank[static_cast<std::size_t>(j)] = j;
+    std::sort(by_rank.begin(), by_rank.end(),
+              [&](int a, int b) { return lid[static_cast<std::size_t>(a)] < lid[static_cast<std::size_t>(b)]; });
+    for (int r = 0; r < nlocal; ++r) idrank[static_cast<std::size_t>(by_rank[static_cast<std::size_t>(r)])] = r;
     if (!brute) {
-      const std::size_t nb = static_cast<std::size_t>(nbins_[0]) * nbins_[1] * nbins_[2];
+      const std::size_t nb = static_cast<std::size_t>(nb3[0]) * nb3[1] * nb3[2];
       count.assign(nb + 1, 0);
       bins.resize(static_cast<std::size_t>(nlocal));
       auto bin_of = [&](int i) {
-        return (static_cast<std::size_t>(bin_index(lx[2][static_cast<std::size_t>(i)], 2)) * nbins_[1] +
-                bin_index(lx[1][static_cast<std::size_t>(i)], 1)) * nbins_[0] + bin_index(lx[0][static_cast<std::size_t>(i)], 0);
+        return (static_cast<std::size_t>(list_bin(lx[2][static_cast<std::size_t>(i)], 2)) * nb3[1] +
+                list_bin(lx[1][static_cast<std::size_t>(i)], 1)) * nb3[0] + list_bin(lx[0][static_cast<std::size_t>(i)], 0);
       };
       for (int i = 0; i < nlocal; ++i) ++count[bin_of(i) + 1];
       for (std::size_t b = 0; b < nb; ++b) count[b + 1] += count[b];
       std::vector<int> fill(count.begin(), count.end() - 1);
       for (int i = 0; i < nlocal; ++i) bins[static_cast<std::size_t>(fill[bin_of(i)]++)] = i;
+      // Coordinates and ids in bin order: the candidate scan below streams through them.
+      sx.resize(static_cast<std::size_t>(nlocal));
+      sy.resize(static_cast<std::size_t>(nlocal));
+      sz.resize(static_cast<std::size_t>(nlocal));
+      sid.resize(static_cast<std::size_t>(nlocal));
+      srank.resize(static_cast<std::size_t>(nlocal));
+      for (int k = 0; k < nlocal; ++k) {
+        const std::size_t j = static_cast<std::size_t>(bins[static_cast<std::size_t>(k)]);
+        sx[static_cast<std::size_t>(k)] = lx[0][j];
+        sy[static_cast<std::size_t>(k)] = lx[1][j];
+        sz[static_cast<std::size_t>(k)] = lx[2][j];
+        sid[static_cast<std::size_t>(k)] = lid[j];
+        srank[static_cast<std::size_t>(k)] = idrank[j];
+      }
     }
     // Atoms in contiguous chunks per OpenMP thread, each chunk's lists joined in thread order: the
     // same list whatever the thread count (each atom's own list is sorted).
+    auto tpairs_region = std::make_unique<ScopedTimer>("md.neighbor_build.pairs");
     const int nthreads = omp_get_max_threads();
+    // One thread on the host: a half list (each pair once; md_kernels.cpp's lj_forces_half gives
+    // the full list's bits at half the work). Otherwise the full list (threads and CUDA threads
+    // each own their atoms' sums).
+    half_ = ex.backend() == Backend::host && nthreads == 1;
+    const int nslots = half_ ? nlocal : nown_;
     std::vector<std::vector<int>> part(static_cast<std::size_t>(nthreads));
-    std::vector<std::int64_t> counts_per_atom(static_cast<std::size_t>(nown_), 0);
+    std::vector<std::int64_t> counts_per_atom(static_cast<std::size_t>(nslots), 0);
+    const bool half = half_;
+    const int nown = nown_;
+    std::vector<double> entries(static_cast<std::size_t>(nthreads), 0.0);
 #pragma omp parallel num_threads(nthreads)
     {
       const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-      const int i0 = static_cast<int>(static_cast<std::int64_t>(nown_) * t / nt);
-      const int i1 = static_cast<int>(static_cast<std::int64_t>(nown_) * (t + 1) / nt);
+      const int i0 = static_cast<int>(static_cast<std::int64_t>(nslots) * t / nt);
+      const int i1 = static_cast<int>(static_cast<std::int64_t>(nslots) * (t + 1) / nt);
       std::vector<int>& mine = part[static_cast<std::size_t>(t)];
-      std::vector<std::pair<std::int64_t, int>> cand;
-      for (int i = i0; i < i1; ++i) {
-        cand.clear();
+      // Room for as many pairs per atom as last time, and a margin (growing it copies).
+      mine.reserve(static_cast<std::size_t>((i1 - i0) * (pairs_ / std::max(nslots, 1) * 1.1 + 8)));
+      // Candidates as ranks in id order (idrank): a bitmap over the ranks puts them in ascending
+      // id without a comparison sort when they span few words (ids that are near in space are
+      // mostly near in number); otherwise they are sorted.
+      std::vector<int> cand(1024);
+      std::vector<std::uint64_t> bitmap(static_cast<std::size_t>(nlocal) / 64 + 1, 0);
+      const double* const psx = sx.data();
+      const double* const psy = sy.data();
+      const double* const psz = sz.data();
+      const std::int64_t* const psid = sid.data();
+      const int* const prank = srank.data();
+      const int* const plocal = bins.data();
+      for (int slot = i0; slot < i1; ++slot) {
+        const int i = half ? by_rank[static_cast<std::size_t>(slot)] : slot;
+        const bool own_i = i < nown;
+        std::size_t ncand = 0;
         if (brute) {
           for (int j = 0; j < nlocal; ++j)
-            if (lid[static_cast<std::size_t>(j)] != lid[static_cast<std::size_t>(i)] && close(i, j))
-              cand.push_back({lid[static_cast<std::size_t>(j)], j});
+            if ((half ? idrank[static_cast<std::size_t>(j)] > slot && (own_i || j < nown)
+                      : lid[static_cast<std::size_t>(j)] != lid[static_cast<std::size_t>(i)]) &&
+                close(i, j)) {
+              if (ncand == cand.size()) cand.resize(2 * ncand + 64);
+              cand[ncand++] = idrank[static_cast<std::size_t>(j)];
+            }
         } else {
-          const int b0 = bin_index(lx[0][static_cast<std::size_t>(i)], 0), b1 = bin_index(lx[1][static_cast<std::size_t>(i)], 1),
-                    b2 = bin_index(lx[2][static_cast<std::size_t>(i)], 2);
-          for (int dz = -1; dz <= 1; ++dz)
-            for (int dy = -1; dy <= 1; ++dy)
-              for (int dx = -1; dx <= 1; ++dx) {
-                const int bx = (b0 + dx + nbins_[0]) % nbins_[0], by = (b1 + dy + nbins_[1]) % nbins_[1],
-                          bz = (b2 + dz + nbins_[2]) % nbins_[2];
-                const std::size_t b = (static_cast<std::size_t>(bz) * nbins_[1] + by) * nbins_[0] + bx;
-                for (int k = count[b]; k < count[b + 1]; ++k) {
-                  const int j = bins[static_cast<std::size_t>(k)];
-                  if (lid[static_cast<std::size_t>(j)] != lid[static_cast<std::size_t>(i)] && close(i, j))
-                    cand.push_back({lid[static_cast<std::size_t>(j)], j});
-                }
-              }
+          const int b0 = list_bin(lx[0][static_cast<std::size_t>(i)], 0), b1 = list_bin(lx[1][static_cast<std::size_t>(i)], 1),
+                    b2 = list_bin(lx[2][static_cast<std::size_t>(i)], 2);
+          const double xi = lx[0][static_cast<std::size_t>(i)], yi = lx[1][static_cast<std::size_t>(i)],
+                       zi = lx[2][static_cast<std::size_t>(i)];
+          const std::int64_t idi = lid[static_cast<std::size_t>(i)];
+          // Which partners a slot keeps: full list, every other atom; half list, those of larger
+          // id (rank), and for a ghost only owned ones.
+          const int min_rank = half ? slot + 1 : 0;
+          const int max_local = half && !own_i ? nown : nlocal;
+          // A neighbour bin across the periodic boundary holds atoms one box length away: the
+          // shift is the minimum image (the same sums as minimum_image() in the force kernel).
+          auto wrap_bin = [&](int b, int d, double* shift) {
+            *shift = b < 0 ? box_[d] : (b >= nb3[d] ? -box_[d] : 0.0);
+            return b < 0 ? b + nb3[d] : (b >= nb3[d] ? b - nb3[d] : b);
+          };
+          // Rows of bins along x, (2 reach + 1) bins each, contiguous in the bin-sorted arrays
+          // unless they cross the periodic boundary (then up to three segments, each with its
+          // shift); rows whose y-z extent is beyond reach of the atom are skipped.
+          const double wy = box_[1] / nb3[1], wz = box_[2] / nb3[2];
+          auto gap = [](double lo, double hi, double x) { return x < lo ? lo - x : (x > hi ? x - hi : 0.0); };
+          // Branch-free compaction: every candidate is written, and the count advances by one
+          // for a hit (a quarter of them: a branch on it would be mispredicted often).
+          auto scan = [&](int k0, int k1, double shx, double shy, double shz) {
+            if (ncand + (k1 - k0) > cand.size()) cand.resize(2 * (ncand + (k1 - k0)));
+            int* out = cand.data();
+            for (int k = k0; k < k1; ++k) {
+              const double ddx = (xi - psx[k]) + shx, ddy = (yi - psy[k]) + shy, ddz = (zi - psz[k]) + shz;
+              out[ncand] = prank[k];
+              ncand += static_cast<std::size_t>((ddx * ddx + ddy * ddy + ddz * ddz < rl2) & (psid[k] != idi) &
+                                                (prank[k] >= min_rank) & (plocal[k] < max_local));
+            }
+          };
+          for (int dz = -reach; dz <= reach; ++dz) {
+            const double gz = gap((b2 + dz) * wz, (b2 + dz + 1) * wz, zi);
+            if (gz * gz >= rl2) continue;
+            double shz;
+            const int bz = wrap_bin(b2 + dz, 2, &shz);
+            for (int dy = -reach; dy <= reach; ++dy) {
+              const double gy = gap((b1 + dy) * wy, (b1 + dy + 1) * wy, yi);
+              if (gz * gz + gy * gy >= rl2) continue;
+              double shy;
+              const int by = wrap_bin(b1 + dy, 1, &shy);
+              const std::size_t row = (static_cast<std::size_t>(bz) * nb3[1] + by) * nb3[0];
+              const int lo = b0 - reach, hi = b0 + reach, n0 = nb3[0];
+              if (lo < 0) scan(count[row + n0 + lo], count[row + n0], box_[0], shy, shz);
+              scan(count[row + std::max(lo, 0)], count[row + std::min(hi, n0 - 1) + 1], 0.0, shy, shz);
+              if (hi >= n0) scan(count[row], count[row + hi - n0 + 1], -box_[0], shy, shz);
+            }
+          }
         }
         // Ascending global id: the force on an atom sums its pairs in the same order at any rank
         // count and whenever the list was built (a restart rebuilds it elsewhere in time).
-        std::sort(cand.begin(), cand.end());
-        for (const auto& c : cand) mine.push_back(c.second);
-        counts_per_atom[static_cast<std::size_t>(i)] = static_cast<std::int64_t>(cand.size());
+        if (ncand > 0) {
+          const auto first = cand.begin(), last = cand.begin() + static_cast<std::ptrdiff_t>(ncand);
+          const int lo = *std::min_element(first, last), hi = *std::max_element(first, last);
+          const int w0 = lo >> 6, w1 = hi >> 6;
+          if (w1 - w0 < 4 * static_cast<int>(ncand)) {
+            for (auto it = first; it != last; ++it) bitmap[static_cast<std::size_t>(*it >> 6)] |= std::uint64_t{1} << (*it & 63);
+            for (int w = w0; w <= w1; ++w) {
+              std::uint64_t bits = bitmap[static_cast<std::size_t>(w)];
+              bitmap[static_cast<std::size_t>(w)] = 0;
+              while (bits) {
+                mine.push_back(by_rank[static_cast<std::size_t>(w * 64 + __builtin_ctzll(bits))]);
+                bits &= bits - 1;
+              }
+            }
+          } else {
+            std::sort(first, last);
+            for (auto it = first; it != last; ++it) mine.push_back(by_rank[static_cast<std::size_t>(*it)]);
+          }
+        }
+        counts_per_atom[static_cast<std::size_t>(slot)] = static_cast<std::int64_t>(ncand);
+        if (half)  // full-list entries: each pair once for each of its owned atoms
+          for (std::size_t q = mine.size() - ncand; q < mine.size(); ++q) entries[t] += own_i + (mine[q] < nown);
+        else
+          entries[t] += static_cast<double>(ncand);
       }
     }
-    for (const auto& p : part) list.insert(list.end(), p.begin(), p.end());
-    for (int i = 0; i < nown_; ++i)
+    tpairs_region.reset();
+    std::size_t npairs = 0;
+    for (const auto& p : part) npairs += p.size();
+    std::vector<std::int64_t> start(static_cast<std::size_t>(nslots) + 1, 0);
+    for (int i = 0; i < nslots; ++i)
       start[static_cast<std::size_t>(i) + 1] = start[static_cast<std::size_t>(i)] + counts_per_atom[static_cast<std::size_t>(i)];
+    nslots_ = nslots;
+    if (half_) {
+      order_ = Buffer<int>(Backend::host, static_cast<std::size_t>(std::max(nlocal, 1)));
+      if (nlocal > 0) std::memcpy(order_.data(), by_rank.data(), sizeof(int) * static_cast<std::size_t>(nlocal));
+    }
     // Device arrays: positions (owned + ghosts), the list (grown as needed: never a dropped pair).
     const Backend where = ex.backend();
     for (int d = 0; d < 3; ++d) {
@@ -1140,18 +1303,25 @@ class MdModel : public Model {
       if (nlocal > 0) memory::copy(ex, where, x_[d].data(), Backend::host, lx[d].data(), sizeof(double) * static_cast<std::size_t>(nlocal));
       if (nown_ > 0) memory::copy(ex, where, x0_[d].data(), Backend::host, lx[d].data(), sizeof(double) * static_cast<std::size_t>(nown_));
     }
-    if (nbr_.size() < list.size() || nbr_.size() == 0)
-      nbr_ = Buffer<int>(where, std::max<std::size_t>(list.size() + list.size() / 4, 1));
-    if (!list.empty()) memory::copy(ex, where, nbr_.data(), Backend::host, list.data(), list.size() * sizeof(int));
+    if (nbr_.size() < npairs || nbr_.size() == 0) nbr_ = Buffer<int>(where, std::max<std::size_t>(npairs + npairs / 4, 1));
+    // The threads' parts, joined in thread order straight into the list's buffer.
+    std::size_t at = 0;
+    for (const auto& p : part) {
+      if (!p.empty()) memory::copy(ex, where, nbr_.data() + at, Backend::host, p.data(), p.size() * sizeof(int));
+      at += p.size();
+    }
     if (s_.rdf_every > 0) {  // the radial distribution function reads the list on the host
-      host_list_ = list;
+      host_list_.clear();
+      for (const auto& p : part) host_list_.insert(host_list_.end(), p.begin(), p.end());
       host_start_ = start;
+      host_order_ = half_ ? by_rank : std::vector<int>();
     }
     start_ = Buffer<std::int64_t>(where, start.size());
     start_.from_host(ex, start);
     type_ = Buffer<int>(where, static_cast<std::size_t>(std::max(nlocal, 1)));
     if (nlocal > 0) memory::copy(ex, where, type_.data(), Backend::host, ltype.data(), sizeof(int) * static_cast<std::size_t>(nlocal));
-    pairs_ = static_cast<double>(list.size());
+    pairs_ = 0;
+    for (double e : entries) pairs_ += e;
     ++builds_;
     (void)comm;
   }
@@ -1243,6 +1413,7 @@ class MdModel : public Model {
   // Every step between rebuilds: the ghosts' new positions from their owners (same lists).
   void forward_ghosts() {
     if (np_ == 1) return;
+    ScopedTimer timer("md.ghosts");
     const Exec& ex = ctx_.exec;
     std::vector<double> own[3];
     for (int d = 0; d < 3; ++d) {
@@ -1287,11 +1458,15 @@ class MdModel : public Model {
   Buffer<double> x_[3], v_[3], f_[3], x0_[3], pe_, vir_, work_, mass_;
   Buffer<int> img_[3], nbr_, type_;
   Buffer<std::int64_t> start_, idd_;
-  long builds_ = 0;
+  long builds_ = 0, dangerous_ = 0;
+  bool overdue_ = false;  // an atom moved more than half the skin since the last build
   double pairs_ = 0;
   std::vector<double> rdf_hist_;
   long rdf_samples_ = 0;
-  std::vector<int> host_list_;
+  std::vector<int> host_list_, host_order_;
+  bool half_ = false;
+  int nslots_ = 0;
+  Buffer<int> order_;
   std::vector<std::int64_t> host_start_;
   bool stale_ = false;
 };

@@ -34,22 +34,94 @@ CUMULUS_HD inline double wrap(double x, double L, int& image) {
 // and virial (no atomic updates, no order dependence). One type: its coefficients stay in
 // registers; several: looked up per pair from the table.
 namespace {
+// One pair's F(r) / r and energy, both zero beyond the cutoff.
+CUMULUS_HD inline void lj_pair(const LjCoefficients& lj, double r2, double* fpair, double* e) {
+  const double in = r2 < lj.cut2 ? 1.0 : 0.0;
+  const double r2i = 1.0 / r2, r6i = r2i * r2i * r2i;
+  *fpair = r6i * (lj.lj1 * r6i - lj.lj2) * r2i * in;
+  *e = (r6i * (lj.lj3 * r6i - lj.lj4) - lj.offset) * in;
+}
+
 struct PairSum {
   double fx = 0, fy = 0, fz = 0, pe = 0, vir = 0;
+  // Branch-free: about a third of the list lies in the skin, beyond the cutoff, and a branch on it
+  // is mispredicted often. Every pair is computed and its terms multiplied by 1 or 0: the sums
+  // have exactly the bits of skipping (x * 1 = x; s + 0 = s, and no sum is -0).
   CUMULUS_HD inline void add(const LjCoefficients& lj, double dx, double dy, double dz) {
     const double r2 = dx * dx + dy * dy + dz * dz;
-    if (r2 < lj.cut2) {
-      const double r2i = 1.0 / r2, r6i = r2i * r2i * r2i;
-      const double fpair = r6i * (lj.lj1 * r6i - lj.lj2) * r2i;
-      fx += dx * fpair;
-      fy += dy * fpair;
-      fz += dz * fpair;
-      pe += r6i * (lj.lj3 * r6i - lj.lj4) - lj.offset;
-      vir += r2 * fpair;
-    }
+    double fpair, e;
+    lj_pair(lj, r2, &fpair, &e);
+    fx += dx * fpair;
+    fy += dy * fpair;
+    fz += dz * fpair;
+    pe += e;
+    vir += r2 * fpair;
   }
 };
 }  // namespace
+
+// The half list (Newton's third law), host and one thread: every pair once, from its atom of
+// smaller id. The slots run in ascending id and each slot's neighbours are in ascending id, so every
+// owned atom receives its pairs' terms in ascending partner id (smaller partners while their slots
+// pass, larger ones in its own slot), the order of the full list; the partner's term is the exact
+// negative (x_j - x_i = -(x_i - x_j), the same r^2 and fpair): forces, energies and virials have
+// the full list's bits, at half the pair work. Ghost slots only add to owned partners.
+void lj_forces_half(const Atoms& a, const LjTable& lj) {
+  for (int i = 0; i < a.n; ++i) {
+    a.fx[i] = 0;
+    a.fy[i] = 0;
+    a.fz[i] = 0;
+    a.pe[i] = 0;
+    a.virial[i] = 0;
+  }
+  const int nown = a.n;
+  for (int s = 0; s < a.nslots; ++s) {
+    const int i = a.order[s];
+    const bool own = i < nown;
+    const double xi = a.x[i], yi = a.y[i], zi = a.z[i];
+    const LjCoefficients* row = lj.c + (lj.ntypes == 1 ? 0 : a.type[i] * lj.ntypes);
+    PairSum si;
+    if (own) {
+      si.fx = a.fx[i];
+      si.fy = a.fy[i];
+      si.fz = a.fz[i];
+      si.pe = a.pe[i];
+      si.vir = a.virial[i];
+    }
+    for (std::int64_t k = a.start[s]; k < a.start[s + 1]; ++k) {
+      const int j = a.neighbors[k];
+      const double dx = minimum_image(xi - a.x[j], a.box[0]);
+      const double dy = minimum_image(yi - a.y[j], a.box[1]);
+      const double dz = minimum_image(zi - a.z[j], a.box[2]);
+      const LjCoefficients& c = row[lj.ntypes == 1 ? 0 : a.type[j]];
+      double fpair, e;
+      lj_pair(c, dx * dx + dy * dy + dz * dz, &fpair, &e);
+      si.fx += dx * fpair;
+      si.fy += dy * fpair;
+      si.fz += dz * fpair;
+      si.pe += e;
+      si.vir += (dx * dx + dy * dy + dz * dz) * fpair;
+      if (j < nown) {
+        a.fx[j] -= dx * fpair;
+        a.fy[j] -= dy * fpair;
+        a.fz[j] -= dz * fpair;
+        a.pe[j] += e;
+        a.virial[j] += (dx * dx + dy * dy + dz * dz) * fpair;
+      }
+    }
+    if (own) {
+      a.fx[i] = si.fx;
+      a.fy[i] = si.fy;
+      a.fz[i] = si.fz;
+      a.pe[i] = si.pe;
+      a.virial[i] = si.vir;
+    }
+  }
+  for (int i = 0; i < a.n; ++i) {
+    a.pe[i] = 0.5 * a.pe[i];
+    a.virial[i] = 0.5 * a.virial[i];
+  }
+}
 
 void lj_forces(const Exec& ex, const Atoms& a, const LjTable& lj) {
   for_each(ex, "md.forces", Box(0, 0, 0, a.n, 1, 1), [=] CUMULUS_HD(int i, int, int) {

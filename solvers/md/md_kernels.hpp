@@ -35,11 +35,18 @@ struct Atoms {
   const std::int64_t* start = nullptr;  // CSR neighbour list: atom i's neighbours are
   const int* neighbors = nullptr;       // neighbors[start[i] .. start[i + 1])
   int n = 0;
+  // Half list (host, one thread): slot s holds atom order[s] (owned and ghosts in ascending global
+  // id) and its neighbours of larger id in neighbors[start[s] .. start[s + 1]) (a ghost's: owned
+  // atoms only). Full list otherwise: slot i is owned atom i, every neighbour listed.
+  bool half = false;
+  const int* order = nullptr;
+  int nslots = 0;
   double box[3] = {0, 0, 0};
 };
 
 #define CUMULUS_MD_KERNELS                                                                           \
   void lj_forces(const Exec& ex, const Atoms& a, const LjTable& lj);                                 \
+  void lj_forces_half(const Atoms& a, const LjTable& lj);                                             \
   void kick_drift(const Exec& ex, const Atoms& a, double half_dt, double dt);                         \
   void kick(const Exec& ex, const Atoms& a, double half_dt);                                          \
   void kick_drift_langevin(const Exec& ex, const Atoms& a, double half_dt, double dt, double c1, double kT, \

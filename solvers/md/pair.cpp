@@ -118,7 +118,10 @@ class LjCut : public PairStyle {
   }
 
   void compute(const Exec& ex, const Atoms& a) const override {
-    CUMULUS_KERNEL(ex, kernels, lj_forces)(ex, a, LjTable{table_.data(), nt_});
+    if (a.half)
+      kernels::host_pass::lj_forces_half(a, LjTable{table_.data(), nt_});
+    else
+      CUMULUS_KERNEL(ex, kernels, lj_forces)(ex, a, LjTable{table_.data(), nt_});
   }
 
   // For a uniform fluid beyond each pair's cutoff rc (Allen & Tildesley), summed over type pairs:
