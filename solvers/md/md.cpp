@@ -625,7 +625,7 @@ class MdModel : public Model {
       if (far) overdue_ = true;
       forward_ghosts();
     }
-    compute_forces();
+    compute_forces(false);
     CUMULUS_KERNEL(ex, kernels, kick)(ex, atoms(), h);
     if (nhc) chain_half_step(dt);
     const std::int64_t step = std::llround((time + dt) / dt);
@@ -643,6 +643,7 @@ class MdModel : public Model {
 
   std::vector<std::pair<std::string, double>> diagnostics(double /*time*/) override {
     if (stale_) refresh();
+    if (!energies_fresh_) compute_forces(true);
     const Exec& ex = ctx_.exec;
     const Atoms a = atoms();
     const Comm& c = ctx_.comm;
@@ -871,12 +872,17 @@ class MdModel : public Model {
     return a;
   }
 
-  void compute_forces() {
+  // Forces, and with `energy` the per-atom energies and virials (needed only for thermo rows: the
+  // diagnostics recompute them when the last step went without; forces are the same bits).
+  void compute_forces(bool energy = true) {
+    Atoms a = atoms();
+    a.energy = energy;
+    energies_fresh_ = energy;
     if (half_) {  // the kernel timers see for_each kernels; the half-list loop is plain host code
       ScopedTimer timer("md.forces");
-      pair_->compute(ctx_.exec, atoms());
+      pair_->compute(ctx_.exec, a);
     } else {
-      pair_->compute(ctx_.exec, atoms());
+      pair_->compute(ctx_.exec, a);
     }
   }
 
@@ -1492,7 +1498,7 @@ class MdModel : public Model {
   std::vector<double> rdf_hist_;
   long rdf_samples_ = 0;
   std::vector<int> host_list_, host_order_;
-  bool half_ = false;
+  bool half_ = false, energies_fresh_ = false;
   int nslots_ = 0;
   Buffer<int> order_;
   std::vector<std::int64_t> host_start_;

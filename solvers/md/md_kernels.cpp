@@ -170,19 +170,33 @@ void lj_forces_half(const Atoms& a, const LjTable& lj) {
         }
         pair_terms_many(m, xi, yi, zi, a.box, k);
       }
-      for (int q = 0; q < m; ++q) {
-        si.fx += k.tx[q];
-        si.fy += k.ty[q];
-        si.fz += k.tz[q];
-        si.pe += k.te[q];
-        si.vir += k.tv[q];
-        const int j = nb[q];
-        if (j < nown) {
-          a.fx[j] -= k.tx[q];
-          a.fy[j] -= k.ty[q];
-          a.fz[j] -= k.tz[q];
-          a.pe[j] += k.te[q];
-          a.virial[j] += k.tv[q];
+      if (a.energy) {
+        for (int q = 0; q < m; ++q) {
+          si.fx += k.tx[q];
+          si.fy += k.ty[q];
+          si.fz += k.tz[q];
+          si.pe += k.te[q];
+          si.vir += k.tv[q];
+          const int j = nb[q];
+          if (j < nown) {
+            a.fx[j] -= k.tx[q];
+            a.fy[j] -= k.ty[q];
+            a.fz[j] -= k.tz[q];
+            a.pe[j] += k.te[q];
+            a.virial[j] += k.tv[q];
+          }
+        }
+      } else {
+        for (int q = 0; q < m; ++q) {
+          si.fx += k.tx[q];
+          si.fy += k.ty[q];
+          si.fz += k.tz[q];
+          const int j = nb[q];
+          if (j < nown) {
+            a.fx[j] -= k.tx[q];
+            a.fy[j] -= k.ty[q];
+            a.fz[j] -= k.tz[q];
+          }
         }
       }
     }

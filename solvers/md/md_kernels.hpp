@@ -41,6 +41,9 @@ struct Atoms {
   bool half = false;
   const int* order = nullptr;
   int nslots = 0;
+  // Whether the force call must also fill pe and virial (thermo steps); the half-list kernel skips
+  // them otherwise. Forces are the same bits either way.
+  bool energy = true;
   double box[3] = {0, 0, 0};
 };
 
