@@ -141,6 +141,43 @@ void for_each(const Exec& ex, const char* label, const Box& box, F body) {
   }
 }
 
+namespace detail {
+// The host loop of for_each_multiarch, compiled for AVX-512, AVX2 and the baseline and chosen at
+// run time (GCC function multi-versioning; the OpenMP region is cloned with it, and a body marked
+// CUMULUS_INLINE is inlined into each clone). Portable binaries then run bandwidth-bound kernels
+// with wide vectors where the CPU has them. The same bits on every version: no contraction
+// (-ffp-contract=off) and no reassociation, so lanes compute what scalar code would.
+template <class F>
+#if !defined(__CUDACC__) && defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+void host_loop_multiarch(const Box& box, const F& body) {
+  const int i0 = box.lo[0], i1 = box.hi[0], j0 = box.lo[1], j1 = box.hi[1], k0 = box.lo[2], k1 = box.hi[2];
+#pragma omp parallel if (box.volume() > 32768)
+  {
+    const F local = body;
+#pragma omp for collapse(2) schedule(static)
+    for (int k = k0; k < k1; ++k)
+      for (int j = j0; j < j1; ++j)
+#pragma omp simd
+        for (int i = i0; i < i1; ++i) local(i, j, k);
+  }
+}
+}  // namespace detail
+
+// for_each for the hot, bandwidth-bound kernels: on the host, the loop above (ISA clones); on
+// CUDA, for_each itself.
+template <class F>
+void for_each_multiarch(const Exec& ex, const char* label, const Box& box, F body) {
+  if (box.empty()) return;
+  if (ex.is_cuda()) {
+    for_each(ex, label, box, body);
+    return;
+  }
+  detail::KernelTimer<F> timer(ex, label);
+  detail::host_loop_multiarch(box, body);
+}
+
 // Reduction operators usable on both backends.
 struct SumOp {
   template <class T>
