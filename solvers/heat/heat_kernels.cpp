@@ -20,13 +20,13 @@ void fill(const Exec& ex, const View<double>& u, const Box& box, const Analytic&
 void update(const Exec& ex, const View<double>& u, const View<double>& un, const Box& box, double cx, double cy,
             double cz, bool three_d) {
   if (three_d) {
-    for_each(ex, "heat.update", box, [=] CUMULUS_HD(int i, int j, int k) {
+    for_each_multiarch(ex, "heat.update", box, [=] CUMULUS_HD(int i, int j, int k) {
       const double c = u(i, j, k);
       un(i, j, k) = c + (cx * (u(i - 1, j, k) - 2 * c + u(i + 1, j, k)) + cy * (u(i, j - 1, k) - 2 * c + u(i, j + 1, k)) +
                          cz * (u(i, j, k - 1) - 2 * c + u(i, j, k + 1)));
     });
   } else {
-    for_each(ex, "heat.update", box, [=] CUMULUS_HD(int i, int j, int k) {
+    for_each_multiarch(ex, "heat.update", box, [=] CUMULUS_HD(int i, int j, int k) {
       const double c = u(i, j, k);
       un(i, j, k) = c + (cx * (u(i - 1, j, k) - 2 * c + u(i + 1, j, k)) + cy * (u(i, j - 1, k) - 2 * c + u(i, j + 1, k)));
     });
