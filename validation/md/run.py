@@ -18,6 +18,14 @@
             averaging (10 blocks); target: |ours - NIST| < 3 combined standard errors. At 0.776 also
             the canonical check: the relative spread of the instantaneous temperature against
             sqrt(2 / (3N - 3)) (target within 15 %), and the mean temperature against 0.85 (3 sigma).
+  canonical The NIST state (500 atoms, density 0.776, T 0.85) under the Nose-Hoover chain: U/N and P
+            against NIST (3 sigma), mean T (3 sigma) and its relative spread (15 % of sqrt(2/(3N-3))).
+            Then the kinetic energy's distribution against the canonical one (Gamma, (3N - 3)/2
+            degrees of freedom) where it is far from Gaussian: 108 atoms (cutoff 2.2), 200,000
+            steps, Langevin and Nose-Hoover: the relative spread of T within 10 % and its skewness
+            within 0.12 of Gamma's 2 / sqrt(k) = 0.158.
+  long NVE  100,000 steps of dt 0.005 (500 tau) of the 4,000-atom liquid, shifted potential: the
+            relative drift of the total energy (reported; target below 1e-4 over the run).
   lammps    Side by side with LAMMPS (Debian's `lmp`) from the same data file: a Kob-Andersen-like
             binary mixture (4,000 atoms, types 80:20 with masses 1 and 2, explicit 1-2 coefficients,
             a cutoff per pair) run 100 steps in NVE and 100 steps under a Nose-Hoover chain (fix nvt,
@@ -158,6 +166,25 @@ def compare_rows(ours, theirs, what, tol, check, columns=(1, 2, 3, 4, 5)):
                 worst, where = rel, f"{names[c]} at step {int(r[0])}: {r[c]:.12g} against {t[c]:.12g}"
     print(f"    {what}: {matched} thermo rows, largest relative difference {worst:.1e} ({where})")
     check(matched > 0 and worst < tol, f"lammps: {what} within {tol:g}")
+
+
+def canonical_check(tv, t, t_se, name, check, natoms=500, target=0.85, spread_tol=0.15, skew_tol=None, dof=None):
+    """Instantaneous temperatures against the canonical distribution of the kinetic energy (Gamma with
+    k = dof/2, dof = 3N - 3 by default, 3N under Langevin): mean, relative spread sqrt(1/k) and
+    skewness 2/sqrt(k) of T."""
+    n = len(tv)
+    mean_t = sum(tv) / n
+    var = sum((x - mean_t) ** 2 for x in tv) / (n - 1)
+    spread = math.sqrt(var) / mean_t
+    skew = sum((x - mean_t) ** 3 for x in tv) / n / var ** 1.5
+    k = (dof if dof is not None else 3 * natoms - 3) / 2
+    canon, canon_skew = math.sqrt(1 / k), 2 / math.sqrt(k)
+    print(f"    {name}: relative spread of T {spread:.4f} (canonical {canon:.4f}), skewness {skew:+.3f} "
+          f"(canonical {canon_skew:+.3f}), mean T {t:.4f} +/- {t_se:.4f}")
+    check(abs(spread / canon - 1) < spread_tol, f"{name}: temperature spread canonical within {spread_tol:.0%}")
+    if skew_tol is not None:
+        check(abs(skew - canon_skew) < skew_tol, f"{name}: temperature skewness canonical within {skew_tol}")
+    check(abs(t - target) < 3 * t_se, f"{name}: mean temperature {target} within 3 sigma ({t:.4f})")
 
 
 def main():
@@ -309,12 +336,55 @@ def main():
                 check(abs(du) < 3 * su, f"nist {rho}: U/N within 3 sigma ({du / su:+.1f} sigma)")
                 check(abs(dp) < 3 * sp, f"nist {rho}: P within 3 sigma ({dp / sp:+.1f} sigma)")
                 if rho == 0.776:
-                    mean_t = sum(tv) / len(tv)
-                    spread = math.sqrt(sum((x - mean_t) ** 2 for x in tv) / (len(tv) - 1)) / mean_t
-                    canon = math.sqrt(2 / (3 * 500 - 3))
-                    print(f"    canonical check: relative spread of T {spread:.4f} (canonical {canon:.4f})")
-                    check(abs(spread / canon - 1) < 0.15, "nist 0.776: temperature spread canonical within 15 %")
-                    check(abs(t - 0.85) < 3 * t_se, f"nist 0.776: mean temperature 0.85 within 3 sigma ({t:.4f})")
+                    canonical_check(tv, t, t_se, "langevin", check, dof=3 * 500)
+            print("Canonical ensemble under the Nose-Hoover chain (500 atoms, density 0.776, T 0.85, Tdamp 0.5)")
+            rows = run(binary, a.out, "nhc_0.776", ["md.cells=[5]", "md.density=0.776", "md.cutoff=3.0",
+                                                    "md.tail_correction=true", "md.temperature=3.0",
+                                                    "md.thermostat_temperature=0.85", "md.thermostat=\"nose_hoover\"",
+                                                    "md.nhc_damping=0.5", "md.dt=0.005", "run.end_step=100000",
+                                                    "diagnostics.every_steps=50"])
+            prod = [r for r in rows if int(r["step"]) > 10000]
+
+            def blocks(key, nb=10):
+                v = [float(r[key]) for r in prod]
+                size = len(v) // nb
+                means = [sum(v[k * size:(k + 1) * size]) / size for k in range(nb)]
+                m = sum(means) / nb
+                return m, math.sqrt(sum((x - m) ** 2 for x in means) / (nb - 1) / nb), v
+            u, u_se, _ = blocks("pe_per_atom")
+            p, p_se, _ = blocks("pressure")
+            t, t_se, tv = blocks("temperature")
+            c = [float(r["conserved_per_atom"]) for r in prod]
+            print(f"    U/N {u:.4f} +/- {u_se:.4f} (NIST -5.5121), P {p:.4f} +/- {p_se:.4f} (NIST 0.0067714), "
+                  f"T {t:.4f} +/- {t_se:.4f}; conserved quantity per atom drifts {c[-1] - c[0]:+.2e} over 450 tau")
+            check(abs(u + 5.5121) < 3 * u_se, f"nhc 0.776: U/N within 3 sigma of NIST ({(u + 5.5121) / u_se:+.1f} sigma)")
+            check(abs(p - 0.0067714) < 3 * p_se, f"nhc 0.776: P within 3 sigma of NIST ({(p - 0.0067714) / p_se:+.1f} sigma)")
+            canonical_check(tv, t, t_se, "nose-hoover", check)
+            print("Kinetic-energy distribution, 108 atoms (cutoff 2.2, density 0.776, T 0.85), 200,000 steps")
+            for thermostat, extra in (("langevin", ["md.langevin_damping=0.5"]), ("nose_hoover", ["md.nhc_damping=0.5"])):
+                rows = run(binary, a.out, f"small_{thermostat}", ["md.cells=[3]", "md.density=0.776", "md.cutoff=2.2",
+                                                                  "md.skin=0.2", "md.temperature=0.85",
+                                                                  "md.thermostat_temperature=0.85",
+                                                                  f'md.thermostat="{thermostat}"', "md.dt=0.005",
+                                                                  "run.end_step=200000", "diagnostics.every_steps=20"]
+                           + extra)
+                tv = [float(r["temperature"]) for r in rows if int(r["step"]) > 20000]
+                size = len(tv) // 10
+                means = [sum(tv[k * size:(k + 1) * size]) / size for k in range(10)]
+                m = sum(means) / 10
+                se = math.sqrt(sum((x - m) ** 2 for x in means) / 9 / 10)
+                canonical_check(tv, m, se, f"{thermostat}, 108 atoms", check, natoms=108, spread_tol=0.10, skew_tol=0.12,
+                                dof=3 * 108 if thermostat == "langevin" else 3 * 108 - 3)
+
+            print("Long NVE run: 100,000 steps of dt 0.005 (4,000 atoms, shifted potential)")
+            rows = run(binary, a.out, "nve_long", ["md.cells=[10]", "md.shift=true", "md.dt=0.005", "run.end_step=100000",
+                                                   "diagnostics.every_steps=1000"])
+            e = [float(r["etotal_per_atom"]) for r in rows]
+            k0 = len(e) // 20  # the lattice melts in the first few tau
+            drift = (e[-1] - e[k0]) / abs(e[k0])
+            print(f"    total energy per atom {e[k0]:.6f} at step {rows[k0]['step']}, {e[-1]:.6f} at 100,000: "
+                  f"relative drift {drift:+.2e}; temperature {float(rows[-1]['temperature']):.3f}")
+            check(abs(drift) < 1e-4, f"long nve: relative energy drift {drift:+.1e} below 1e-4 over 475 tau")
     except RuntimeError as e:
         print(f"FAIL {e}")
         return 1
