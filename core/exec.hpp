@@ -108,6 +108,23 @@ struct LinearApply {
 #endif
 }  // namespace detail
 
+// The host loop of for_each and for_each_multiarch, written once. A macro, not a function: the
+// OpenMP region must sit in the function that carries the ISA clones for it to be cloned too.
+// Small boxes (halo faces) run serially: a parallel region costs more than they do. The body is
+// copied per thread: the compiler then knows the captured views and constants do not change inside
+// the loop, and keeps them in registers.
+#define CUMULUS_DETAIL_HOST_LOOP(box_, body_)                                                           \
+  {                                                                                                 \
+    const int i0_ = (box_).lo[0], i1_ = (box_).hi[0], j0_ = (box_).lo[1], j1_ = (box_).hi[1];        \
+    const int k0_ = (box_).lo[2], k1_ = (box_).hi[2];                                               \
+    const bool parallel_ = (box_).volume() > 32768;                                                 \
+    _Pragma("omp parallel if (parallel_)") {                                                        \
+      const auto local_ = (body_);                                                                  \
+      _Pragma("omp for collapse(2) schedule(static)") for (int k = k0_; k < k1_; ++k) for (int j = j0_; j < j1_; ++j) \
+          _Pragma("omp simd") for (int i = i0_; i < i1_; ++i) local_(i, j, k);                       \
+    }                                                                                               \
+  }
+
 // Runs body(i, j, k) for every cell of `box`, in no particular order. `label` names the kernel in
 // the timing table. Asynchronous on CUDA (ordered on the Exec's stream).
 template <class F>
@@ -126,19 +143,7 @@ void for_each(const Exec& ex, const char* label, const Box& box, F body) {
     detail::throw_not_compiled_for_cuda(label);
 #endif
   }
-  const int i0 = box.lo[0], i1 = box.hi[0], j0 = box.lo[1], j1 = box.hi[1], k0 = box.lo[2], k1 = box.hi[2];
-  // Small boxes (halo faces) run serially: a parallel region costs more than they do.
-#pragma omp parallel if (box.volume() > 32768)
-  {
-    // A thread-local copy: the compiler then knows the captured views and constants do not
-    // change inside the loop, and keeps them in registers.
-    const F local = body;
-#pragma omp for collapse(2) schedule(static)
-    for (int k = k0; k < k1; ++k)
-      for (int j = j0; j < j1; ++j)
-#pragma omp simd
-        for (int i = i0; i < i1; ++i) local(i, j, k);
-  }
+  CUMULUS_DETAIL_HOST_LOOP(box, body)
 }
 
 namespace detail {
@@ -152,16 +157,7 @@ template <class F>
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 void host_loop_multiarch(const Box& box, const F& body) {
-  const int i0 = box.lo[0], i1 = box.hi[0], j0 = box.lo[1], j1 = box.hi[1], k0 = box.lo[2], k1 = box.hi[2];
-#pragma omp parallel if (box.volume() > 32768)
-  {
-    const F local = body;
-#pragma omp for collapse(2) schedule(static)
-    for (int k = k0; k < k1; ++k)
-      for (int j = j0; j < j1; ++j)
-#pragma omp simd
-        for (int i = i0; i < i1; ++i) local(i, j, k);
-  }
+  CUMULUS_DETAIL_HOST_LOOP(box, body)
 }
 }  // namespace detail
 

@@ -1168,7 +1168,6 @@ class MdModel : public Model {
     };
     std::vector<int> count, bins;
     std::vector<double> sx, sy, sz;
-    std::vector<std::int64_t> sid;
     std::vector<int> srank;
     // Local atoms (owned and ghosts) ranked by global id: a list sorted by rank is sorted by id.
     std::vector<int> by_rank(static_cast<std::size_t>(nlocal)), idrank(static_cast<std::size_t>(nlocal));
@@ -1192,14 +1191,12 @@ class MdModel : public Model {
       sx.resize(static_cast<std::size_t>(nlocal));
       sy.resize(static_cast<std::size_t>(nlocal));
       sz.resize(static_cast<std::size_t>(nlocal));
-      sid.resize(static_cast<std::size_t>(nlocal));
       srank.resize(static_cast<std::size_t>(nlocal));
       for (int k = 0; k < nlocal; ++k) {
         const std::size_t j = static_cast<std::size_t>(bins[static_cast<std::size_t>(k)]);
         sx[static_cast<std::size_t>(k)] = lx[0][j];
         sy[static_cast<std::size_t>(k)] = lx[1][j];
         sz[static_cast<std::size_t>(k)] = lx[2][j];
-        sid[static_cast<std::size_t>(k)] = lid[j];
         srank[static_cast<std::size_t>(k)] = idrank[j];
       }
     }
