@@ -8,6 +8,9 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <filesystem>
 #include <omp.h>
 #include <fstream>
@@ -270,7 +273,7 @@ struct ScanQuery {
   double x, y, z, shx, shy, shz, rl2;
   int self_rank, min_rank, max_local;
 };
-__attribute__((target_clones("avx512f", "avx2", "default"))) int scan_candidates(
+__attribute__((target_clones("avx2", "default"))) int scan_candidates_auto(
     const ScanQuery& q, int n, const double* x, const double* y, const double* z, const int* rank, const int* local,
     int* out) {
   constexpr int kChunk = 64;
@@ -290,6 +293,45 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) int scan_candidates
     }
   }
   return count;
+}
+#if defined(__x86_64__)
+// The same scan with AVX-512 by hand: 8 candidates per step, the hits packed with one compress
+// instruction (the compiler does not find it: the compaction above costs more than the distances).
+// The same arithmetic in the same order (no contraction), so the same hits. `out` needs room for 16
+// entries past the last hit (the compressed vector is stored whole).
+__attribute__((target("avx512f"))) int scan_candidates_avx512(
+    const ScanQuery& q, int n, const double* x, const double* y, const double* z, const int* rank, const int* local,
+    int* out) {
+  const __m512d qx = _mm512_set1_pd(q.x), qy = _mm512_set1_pd(q.y), qz = _mm512_set1_pd(q.z);
+  const __m512d sx = _mm512_set1_pd(q.shx), sy = _mm512_set1_pd(q.shy), sz = _mm512_set1_pd(q.shz);
+  const __m512d rl2 = _mm512_set1_pd(q.rl2);
+  const __m512i self = _mm512_set1_epi32(q.self_rank), lo = _mm512_set1_epi32(q.min_rank),
+                hi = _mm512_set1_epi32(q.max_local);
+  int count = 0;
+  for (int k = 0; k < n; k += 8) {
+    const __mmask8 live = n - k >= 8 ? __mmask8(0xFF) : __mmask8((1u << (n - k)) - 1u);
+    const __m512d dx = _mm512_add_pd(_mm512_sub_pd(qx, _mm512_maskz_loadu_pd(live, x + k)), sx);
+    const __m512d dy = _mm512_add_pd(_mm512_sub_pd(qy, _mm512_maskz_loadu_pd(live, y + k)), sy);
+    const __m512d dz = _mm512_add_pd(_mm512_sub_pd(qz, _mm512_maskz_loadu_pd(live, z + k)), sz);
+    const __m512d r2 = _mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(dx, dx), _mm512_mul_pd(dy, dy)), _mm512_mul_pd(dz, dz));
+    const __mmask16 near = _mm512_mask_cmp_pd_mask(live, r2, rl2, _CMP_LT_OQ);
+    const __m512i r = _mm512_maskz_loadu_epi32(live, rank + k);
+    const __m512i l = _mm512_maskz_loadu_epi32(live, local + k);
+    const __mmask16 keep = _mm512_mask_cmpneq_epi32_mask(near, r, self) & _mm512_cmpge_epi32_mask(r, lo) &
+                           _mm512_cmplt_epi32_mask(l, hi);
+    _mm512_storeu_si512(out + count, _mm512_maskz_compress_epi32(keep, r));
+    count += __builtin_popcount(static_cast<unsigned>(keep));
+  }
+  return count;
+}
+#endif
+int scan_candidates(const ScanQuery& q, int n, const double* x, const double* y, const double* z, const int* rank,
+                    const int* local, int* out) {
+#if defined(__x86_64__)
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (avx512) return scan_candidates_avx512(q, n, x, y, z, rank, local, out);
+#endif
+  return scan_candidates_auto(q, n, x, y, z, rank, local, out);
 }
 }  // namespace
 
@@ -1268,7 +1310,7 @@ class MdModel : public Model {
           // for a hit (a quarter of them: a branch on it would be mispredicted often).
           const int self_rank = idrank[static_cast<std::size_t>(i)];
           auto scan = [&](int k0, int k1, double shx, double shy, double shz) {
-            if (ncand + (k1 - k0) > cand.size()) cand.resize(2 * (ncand + (k1 - k0)));
+            if (ncand + (k1 - k0) + 16 > cand.size()) cand.resize(2 * (ncand + (k1 - k0)) + 16);
             const ScanQuery q{xi, yi, zi, shx, shy, shz, rl2, self_rank, min_rank, max_local};
             ncand += static_cast<std::size_t>(scan_candidates(q, k1 - k0, psx + k0, psy + k0, psz + k0, prank + k0,
                                                               plocal + k0, cand.data() + ncand));

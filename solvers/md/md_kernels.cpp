@@ -71,36 +71,48 @@ namespace {
 // The per-pair terms of a chunk of neighbours, in a loop the compiler vectorises (partners'
 // coordinates gathered beforehand): t = (dx fpair, dy fpair, dz fpair, e, r^2 fpair), the very
 // products lj_forces takes. Compiled for AVX-512, AVX2 and the baseline and chosen at run time;
-// IEEE operations per lane (no contraction: ISO C++) give every version the same bits.
+// IEEE operations per lane (no contraction: ISO C++) give every version the same bits. The loop
+// runs over whole vectors of 8 (the caller pads the chunk with copies of its last partner, whose
+// terms are never read): a slot has about 40 partners, and a scalar remainder of up to 7 of them
+// cost as much as the vector part.
 constexpr int kChunk = 64;
-struct Chunk {
+constexpr int kLanes = 8;
+struct alignas(64) Chunk {
   double x[kChunk], y[kChunk], z[kChunk];
   double cut2[kChunk], lj1[kChunk], lj2[kChunk], lj3[kChunk], lj4[kChunk], off[kChunk];
   double tx[kChunk], ty[kChunk], tz[kChunk], te[kChunk], tv[kChunk];
 };
+inline int padded(int m) { return (m + kLanes - 1) / kLanes * kLanes; }
 __attribute__((target_clones("avx512f", "avx2", "default"))) void pair_terms_one(
-    int m, double xi, double yi, double zi, const double* box, const LjCoefficients& c, Chunk& k) {
-  for (int q = 0; q < m; ++q) {
-    const double dx = minimum_image(xi - k.x[q], box[0]);
-    const double dy = minimum_image(yi - k.y[q], box[1]);
-    const double dz = minimum_image(zi - k.z[q], box[2]);
+    int m, double xi, double yi, double zi, const double* box, const LjCoefficients& c, bool energy, Chunk& k) {
+  const int mp = padded(m);
+  const double bx = box[0], by = box[1], bz = box[2];
+  const double cut2 = c.cut2, lj1 = c.lj1, lj2 = c.lj2, lj3 = c.lj3, lj4 = c.lj4, offset = c.offset;
+  for (int q = 0; q < mp; ++q) {
+    const double dx = minimum_image(xi - k.x[q], bx);
+    const double dy = minimum_image(yi - k.y[q], by);
+    const double dz = minimum_image(zi - k.z[q], bz);
     const double r2 = dx * dx + dy * dy + dz * dz;
-    const double in = r2 < c.cut2 ? 1.0 : 0.0;
+    const double in = r2 < cut2 ? 1.0 : 0.0;
     const double r2i = 1.0 / r2, r6i = r2i * r2i * r2i;
-    const double fpair = r6i * (c.lj1 * r6i - c.lj2) * r2i * in;
+    const double fpair = r6i * (lj1 * r6i - lj2) * r2i * in;
     k.tx[q] = dx * fpair;
     k.ty[q] = dy * fpair;
     k.tz[q] = dz * fpair;
-    k.te[q] = (r6i * (c.lj3 * r6i - c.lj4) - c.offset) * in;
-    k.tv[q] = r2 * fpair;
+    if (energy) {
+      k.te[q] = (r6i * (lj3 * r6i - lj4) - offset) * in;
+      k.tv[q] = r2 * fpair;
+    }
   }
 }
 __attribute__((target_clones("avx512f", "avx2", "default"))) void pair_terms_many(
-    int m, double xi, double yi, double zi, const double* box, Chunk& k) {
-  for (int q = 0; q < m; ++q) {
-    const double dx = minimum_image(xi - k.x[q], box[0]);
-    const double dy = minimum_image(yi - k.y[q], box[1]);
-    const double dz = minimum_image(zi - k.z[q], box[2]);
+    int m, double xi, double yi, double zi, const double* box, bool energy, Chunk& k) {
+  const int mp = padded(m);
+  const double bx = box[0], by = box[1], bz = box[2];
+  for (int q = 0; q < mp; ++q) {
+    const double dx = minimum_image(xi - k.x[q], bx);
+    const double dy = minimum_image(yi - k.y[q], by);
+    const double dz = minimum_image(zi - k.z[q], bz);
     const double r2 = dx * dx + dy * dy + dz * dz;
     const double in = r2 < k.cut2[q] ? 1.0 : 0.0;
     const double r2i = 1.0 / r2, r6i = r2i * r2i * r2i;
@@ -108,8 +120,10 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void pair_terms_man
     k.tx[q] = dx * fpair;
     k.ty[q] = dy * fpair;
     k.tz[q] = dz * fpair;
-    k.te[q] = (r6i * (k.lj3[q] * r6i - k.lj4[q]) - k.off[q]) * in;
-    k.tv[q] = r2 * fpair;
+    if (energy) {
+      k.te[q] = (r6i * (k.lj3[q] * r6i - k.lj4[q]) - k.off[q]) * in;
+      k.tv[q] = r2 * fpair;
+    }
   }
 }
 }  // namespace
@@ -123,44 +137,60 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void pair_terms_man
 // the full list's bits, at half the pair work. Ghost slots only add to owned partners. The terms
 // are computed a chunk of neighbours at a time (vectorised), then added in list order.
 void lj_forces_half(const Atoms& a, const LjTable& lj) {
+  // Local copies of the pointers: stores through them cannot then make the compiler reload them.
+  double* const __restrict fx = a.fx;
+  double* const __restrict fy = a.fy;
+  double* const __restrict fz = a.fz;
+  double* const __restrict pe = a.pe;
+  double* const __restrict vir = a.virial;
+  const double* const __restrict x = a.x;
+  const double* const __restrict y = a.y;
+  const double* const __restrict z = a.z;
   for (int i = 0; i < a.n; ++i) {
-    a.fx[i] = 0;
-    a.fy[i] = 0;
-    a.fz[i] = 0;
-    a.pe[i] = 0;
-    a.virial[i] = 0;
+    fx[i] = 0;
+    fy[i] = 0;
+    fz[i] = 0;
+    pe[i] = 0;
+    vir[i] = 0;
   }
   const int nown = a.n;
+  const bool energy = a.energy;
 #if !defined(__CUDACC__)
   Chunk k;
 #endif
   for (int s = 0; s < a.nslots; ++s) {
     const int i = a.order[s];
     const bool own = i < nown;
-    const double xi = a.x[i], yi = a.y[i], zi = a.z[i];
+    const double xi = x[i], yi = y[i], zi = z[i];
     const LjCoefficients* row = lj.c + (lj.ntypes == 1 ? 0 : a.type[i] * lj.ntypes);
     PairSum si;
     if (own) {
-      si.fx = a.fx[i];
-      si.fy = a.fy[i];
-      si.fz = a.fz[i];
-      si.pe = a.pe[i];
-      si.vir = a.virial[i];
+      si.fx = fx[i];
+      si.fy = fy[i];
+      si.fz = fz[i];
+      si.pe = pe[i];
+      si.vir = vir[i];
     }
 #if !defined(__CUDACC__)
     for (std::int64_t k0 = a.start[s]; k0 < a.start[s + 1]; k0 += kChunk) {
       const int m = static_cast<int>(a.start[s + 1] - k0 < kChunk ? a.start[s + 1] - k0 : kChunk);
-      const int* nb = a.neighbors + k0;
+      const int* const __restrict nb = a.neighbors + k0;
       for (int q = 0; q < m; ++q) {
-        k.x[q] = a.x[nb[q]];
-        k.y[q] = a.y[nb[q]];
-        k.z[q] = a.z[nb[q]];
+        const int j = nb[q];
+        k.x[q] = x[j];
+        k.y[q] = y[j];
+        k.z[q] = z[j];
+      }
+      for (int q = m; q < padded(m); ++q) {  // padding lanes: finite, never read back
+        k.x[q] = k.x[m - 1];
+        k.y[q] = k.y[m - 1];
+        k.z[q] = k.z[m - 1];
       }
       if (lj.ntypes == 1) {
-        pair_terms_one(m, xi, yi, zi, a.box, row[0], k);
+        pair_terms_one(m, xi, yi, zi, a.box, row[0], energy, k);
       } else {
-        for (int q = 0; q < m; ++q) {
-          const LjCoefficients& c = row[a.type[nb[q]]];
+        for (int q = 0; q < padded(m); ++q) {
+          const LjCoefficients& c = row[a.type[nb[q < m ? q : m - 1]]];
           k.cut2[q] = c.cut2;
           k.lj1[q] = c.lj1;
           k.lj2[q] = c.lj2;
@@ -168,9 +198,9 @@ void lj_forces_half(const Atoms& a, const LjTable& lj) {
           k.lj4[q] = c.lj4;
           k.off[q] = c.offset;
         }
-        pair_terms_many(m, xi, yi, zi, a.box, k);
+        pair_terms_many(m, xi, yi, zi, a.box, energy, k);
       }
-      if (a.energy) {
+      if (energy) {
         for (int q = 0; q < m; ++q) {
           si.fx += k.tx[q];
           si.fy += k.ty[q];
@@ -179,11 +209,11 @@ void lj_forces_half(const Atoms& a, const LjTable& lj) {
           si.vir += k.tv[q];
           const int j = nb[q];
           if (j < nown) {
-            a.fx[j] -= k.tx[q];
-            a.fy[j] -= k.ty[q];
-            a.fz[j] -= k.tz[q];
-            a.pe[j] += k.te[q];
-            a.virial[j] += k.tv[q];
+            fx[j] -= k.tx[q];
+            fy[j] -= k.ty[q];
+            fz[j] -= k.tz[q];
+            pe[j] += k.te[q];
+            vir[j] += k.tv[q];
           }
         }
       } else {
@@ -193,9 +223,9 @@ void lj_forces_half(const Atoms& a, const LjTable& lj) {
           si.fz += k.tz[q];
           const int j = nb[q];
           if (j < nown) {
-            a.fx[j] -= k.tx[q];
-            a.fy[j] -= k.ty[q];
-            a.fz[j] -= k.tz[q];
+            fx[j] -= k.tx[q];
+            fy[j] -= k.ty[q];
+            fz[j] -= k.tz[q];
           }
         }
       }
@@ -203,9 +233,9 @@ void lj_forces_half(const Atoms& a, const LjTable& lj) {
 #else
     for (std::int64_t kk = a.start[s]; kk < a.start[s + 1]; ++kk) {
       const int j = a.neighbors[kk];
-      const double dx = minimum_image(xi - a.x[j], a.box[0]);
-      const double dy = minimum_image(yi - a.y[j], a.box[1]);
-      const double dz = minimum_image(zi - a.z[j], a.box[2]);
+      const double dx = minimum_image(xi - x[j], a.box[0]);
+      const double dy = minimum_image(yi - y[j], a.box[1]);
+      const double dz = minimum_image(zi - z[j], a.box[2]);
       const LjCoefficients& c = row[lj.ntypes == 1 ? 0 : a.type[j]];
       double fpair, e;
       lj_pair(c, dx * dx + dy * dy + dz * dz, &fpair, &e);
@@ -215,25 +245,25 @@ void lj_forces_half(const Atoms& a, const LjTable& lj) {
       si.pe += e;
       si.vir += (dx * dx + dy * dy + dz * dz) * fpair;
       if (j < nown) {
-        a.fx[j] -= dx * fpair;
-        a.fy[j] -= dy * fpair;
-        a.fz[j] -= dz * fpair;
-        a.pe[j] += e;
-        a.virial[j] += (dx * dx + dy * dy + dz * dz) * fpair;
+        fx[j] -= dx * fpair;
+        fy[j] -= dy * fpair;
+        fz[j] -= dz * fpair;
+        pe[j] += e;
+        vir[j] += (dx * dx + dy * dy + dz * dz) * fpair;
       }
     }
 #endif
     if (own) {
-      a.fx[i] = si.fx;
-      a.fy[i] = si.fy;
-      a.fz[i] = si.fz;
-      a.pe[i] = si.pe;
-      a.virial[i] = si.vir;
+      fx[i] = si.fx;
+      fy[i] = si.fy;
+      fz[i] = si.fz;
+      pe[i] = si.pe;
+      vir[i] = si.vir;
     }
   }
   for (int i = 0; i < a.n; ++i) {
-    a.pe[i] = 0.5 * a.pe[i];
-    a.virial[i] = 0.5 * a.virial[i];
+    pe[i] = 0.5 * pe[i];
+    vir[i] = 0.5 * vir[i];
   }
 }
 
