@@ -421,10 +421,16 @@ std::array<double, 3> box_lengths(const Setup& s, const DataFile* data) {
   return L;
 }
 
+// Ownership cells: a quarter of cutoff + skin wide, and a rank's block at least four of them (cutoff
+// + skin) thick along a split axis. Finer than the list's bins so that the ranks' shares are even: on
+// in.lj's box, 11 list bins split over 2 ranks are 5 and 6 (45% and 55% of the atoms), 47 cells
+// are 23 and 24 (49% and 51%).
+constexpr int kOwnerCellsPerReach = 4;
 CartesianDecomposition make_decomposition(const Setup& s, const std::array<double, 3>& L, int nranks) {
   Index3 nb;
-  for (int d = 0; d < 3; ++d) nb[d] = std::max(1, static_cast<int>(std::floor(L[d] / (s.cutoff + s.skin))));
-  return CartesianDecomposition(nb, {true, true, true}, nranks, 3, 1);
+  for (int d = 0; d < 3; ++d)
+    nb[d] = std::max(1, static_cast<int>(std::floor(L[d] * kOwnerCellsPerReach / (s.cutoff + s.skin))));
+  return CartesianDecomposition(nb, {true, true, true}, nranks, 3, kOwnerCellsPerReach);
 }
 
 void check(const Config& cfg, int nranks) {
@@ -625,7 +631,7 @@ class MdModel : public Model {
                              s_.t_bath, s_.nhc_damping, chain_q(0), chain_q(1));
     return strprintf("md: %lld atoms, %s (box %.6g x %.6g x %.6g), %d type(s) (%s), T0 %g; %s; Verlet list skin %g "
                      "(rebuilt when an atom has moved skin/2); velocity Verlet, dt %g%s; %d rank(s) as %d x %d x %d "
-                     "blocks of %d x %d x %d bins",
+                     "blocks of %d x %d x %d ownership cells in all",
                      static_cast<long long>(n_total_), origin.c_str(), box_[0], box_[1], box_[2], s_.ntypes,
                      types.c_str(), s_.temperature, pair_->describe().c_str(), s_.skin, s_.dt, thermostat.c_str(), np_,
                      p[0], p[1], p[2], nbins_[0], nbins_[1], nbins_[2]);
@@ -1127,13 +1133,20 @@ class MdModel : public Model {
     ScopedTimer timer("md.neighbor_build");
     const Exec& ex = ctx_.exec;
     const Comm& comm = ctx_.comm;
+    auto tph = std::make_unique<ScopedTimer>("md.nb.order");
     if (np_ > 1) migrate();
     // Owned atoms in id order (a deterministic layout).
     {
+      // They were in id order at the last build and migration appends the arrivals: sort those and
+      // merge (nothing to do on one rank).
+      const std::size_t sorted = static_cast<std::size_t>(std::is_sorted_until(hid_.begin(), hid_.end()) - hid_.begin());
       std::vector<int> order(static_cast<std::size_t>(nown_));
       for (int i = 0; i < nown_; ++i) order[static_cast<std::size_t>(i)] = i;
-      std::sort(order.begin(), order.end(), [&](int p, int q) { return hid_[static_cast<std::size_t>(p)] < hid_[static_cast<std::size_t>(q)]; });
+      auto by_id = [&](int p, int q) { return hid_[static_cast<std::size_t>(p)] < hid_[static_cast<std::size_t>(q)]; };
+      std::sort(order.begin() + static_cast<std::ptrdiff_t>(sorted), order.end(), by_id);
+      std::inplace_merge(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(sorted), order.end(), by_id);
       auto permute = [&](auto& v) {
+        if (sorted == order.size()) return;
         auto w = v;
         for (std::size_t k = 0; k < order.size(); ++k) w[k] = v[static_cast<std::size_t>(order[k])];
         v.swap(w);
@@ -1148,6 +1161,7 @@ class MdModel : public Model {
       permute(hw_);
     }
     upload_owned();
+    tph = std::make_unique<ScopedTimer>("md.nb.ghosts");
     // Ghosts: every owned atom within cutoff + skin of another rank's block goes there.
     send_lists_.assign(static_cast<std::size_t>(np_), {});
     std::vector<double> gx[3];
@@ -1184,6 +1198,7 @@ class MdModel : public Model {
     std::vector<int> ltype = htype_;
     ltype.insert(ltype.end(), gtype.begin(), gtype.end());
 
+    tph = std::make_unique<ScopedTimer>("md.nb.bins");
     // The Verlet list of the owned atoms over owned + ghost atoms.
     const double rl = s_.cutoff + s_.skin, rl2 = rl * rl;
     // Coordinates are wrapped into the box, so one comparison per axis finds the nearest image.
@@ -1197,25 +1212,30 @@ class MdModel : public Model {
       const double dz = image(lx[2][static_cast<std::size_t>(i)] - lx[2][static_cast<std::size_t>(j)], 2);
       return dx * dx + dy * dy + dz * dz < rl2;
     };
-    // List bins: the decomposition's, at least cutoff + skin wide, searched one bin out in rows of
+    // List bins: at least cutoff + skin wide (not the decomposition's finer cells), searched one bin out in rows of
     // three along x (long rows suit the vectorised scan better than half-width bins two out, which
     // check half as many atoms in rows too short to vectorise: measured the same speed); all pairs
     // where the box holds fewer than three bins along an axis.
     const int reach = 1;
     int nb3[3];
-    for (int d = 0; d < 3; ++d) nb3[d] = nbins_[d];
+    for (int d = 0; d < 3; ++d) nb3[d] = std::max(1, static_cast<int>(std::floor(box_[d] / rl)));
     const bool brute = nb3[0] < 3 || nb3[1] < 3 || nb3[2] < 3;
     auto list_bin = [&](double x, int d) {
       return std::clamp(static_cast<int>(std::floor(x * nb3[d] / box_[d])), 0, nb3[d] - 1);
     };
     std::vector<int> count, bins;
+    std::vector<unsigned char> has_owned;  // per bin: holds an owned atom (ghost slots scan only those)
     std::vector<double> sx, sy, sz;
     std::vector<int> srank;
     // Local atoms (owned and ghosts) ranked by global id: a list sorted by rank is sorted by id.
     std::vector<int> by_rank(static_cast<std::size_t>(nlocal)), idrank(static_cast<std::size_t>(nlocal));
+    // The owned atoms are in id order already: sort the ghosts and merge.
     for (int j = 0; j < nlocal; ++j) by_rank[static_cast<std::size_t>(j)] = j;
-    std::sort(by_rank.begin(), by_rank.end(),
-              [&](int a, int b) { return lid[static_cast<std::size_t>(a)] < lid[static_cast<std::size_t>(b)]; });
+    {
+      auto by_id = [&](int a, int b) { return lid[static_cast<std::size_t>(a)] < lid[static_cast<std::size_t>(b)]; };
+      std::sort(by_rank.begin() + nown_, by_rank.end(), by_id);
+      std::inplace_merge(by_rank.begin(), by_rank.begin() + nown_, by_rank.end(), by_id);
+    }
     for (int r = 0; r < nlocal; ++r) idrank[static_cast<std::size_t>(by_rank[static_cast<std::size_t>(r)])] = r;
     if (!brute) {
       const std::size_t nb = static_cast<std::size_t>(nb3[0]) * nb3[1] * nb3[2];
@@ -1225,7 +1245,12 @@ class MdModel : public Model {
         return (static_cast<std::size_t>(list_bin(lx[2][static_cast<std::size_t>(i)], 2)) * nb3[1] +
                 list_bin(lx[1][static_cast<std::size_t>(i)], 1)) * nb3[0] + list_bin(lx[0][static_cast<std::size_t>(i)], 0);
       };
-      for (int i = 0; i < nlocal; ++i) ++count[bin_of(i) + 1];
+      has_owned.assign(nb, 0);
+      for (int i = 0; i < nlocal; ++i) {
+        const std::size_t b = bin_of(i);
+        ++count[b + 1];
+        if (i < nown_) has_owned[b] = 1;
+      }
       for (std::size_t b = 0; b < nb; ++b) count[b + 1] += count[b];
       std::vector<int> fill(count.begin(), count.end() - 1);
       for (int i = 0; i < nlocal; ++i) bins[static_cast<std::size_t>(fill[bin_of(i)]++)] = i;
@@ -1244,6 +1269,7 @@ class MdModel : public Model {
     }
     // Atoms in contiguous chunks per OpenMP thread, each chunk's lists joined in thread order: the
     // same list whatever the thread count (each atom's own list is sorted).
+    tph.reset();
     auto tpairs_region = std::make_unique<ScopedTimer>("md.neighbor_build.pairs");
     const int nthreads = omp_get_max_threads();
     // One thread on the host: a half list (each pair once; md_kernels.cpp's lj_forces_half gives
@@ -1251,7 +1277,10 @@ class MdModel : public Model {
     // each own their atoms' sums).
     half_ = ex.backend() == Backend::host && nthreads == 1;
     const int nslots = half_ ? nlocal : nown_;
-    std::vector<std::vector<int>> part(static_cast<std::size_t>(nthreads));
+    // The threads' list parts persist across builds (their capacity: no fresh pages each build).
+    std::vector<std::vector<int>>& part = parts_;
+    part.resize(static_cast<std::size_t>(nthreads));
+    for (auto& p : part) p.clear();
     std::vector<std::int64_t> counts_per_atom(static_cast<std::size_t>(nslots), 0);
     const bool half = half_;
     const int nown = nown_;
@@ -1274,6 +1303,7 @@ class MdModel : public Model {
       const double* const psz = sz.data();
       const int* const prank = srank.data();
       const int* const plocal = bins.data();
+      std::int64_t entries_int = 0;
       for (int slot = i0; slot < i1; ++slot) {
         const int i = half ? by_rank[static_cast<std::size_t>(slot)] : slot;
         const bool own_i = i < nown;
@@ -1326,6 +1356,16 @@ class MdModel : public Model {
               double shy;
               const int by = wrap_bin(b1 + dy, 1, &shy);
               const std::size_t row = (static_cast<std::size_t>(bz) * nb3[1] + by) * nb3[0];
+              if (half && !own_i) {
+                // A ghost's slot keeps owned partners only: bins without an owned atom (most of
+                // its stencil: the block's bins hold its owned atoms, the rest ghosts) are skipped.
+                for (int dx = -reach; dx <= reach; ++dx) {
+                  double shx;
+                  const std::size_t b = row + static_cast<std::size_t>(wrap_bin(b0 + dx, 0, &shx));
+                  if (has_owned[b]) scan(count[b], count[b + 1], shx, shy, shz);
+                }
+                continue;
+              }
               const int lo = b0 - reach, hi = b0 + reach, n0 = nb3[0];
               if (lo < 0) scan(count[row + n0 + lo], count[row + n0], box_[0], shy, shz);
               scan(count[row + std::max(lo, 0)], count[row + std::min(hi, n0 - 1) + 1], 0.0, shy, shz);
@@ -1339,29 +1379,40 @@ class MdModel : public Model {
           const auto first = cand.begin(), last = cand.begin() + static_cast<std::ptrdiff_t>(ncand);
           const int lo = *std::min_element(first, last), hi = *std::max_element(first, last);
           const int w0 = lo >> 6, w1 = hi >> 6;
+          // Written in place (no push_back: its capacity check per entry was measurable).
+          const std::size_t base = mine.size();
+          mine.resize(base + ncand);
+          int* out = mine.data() + base;
+          const int* const rank_to_local = by_rank.data();
           if (w1 - w0 < 4 * static_cast<int>(ncand)) {
-            for (auto it = first; it != last; ++it) bitmap[static_cast<std::size_t>(*it >> 6)] |= std::uint64_t{1} << (*it & 63);
+            std::uint64_t* const bm = bitmap.data();
+            for (auto it = first; it != last; ++it) bm[*it >> 6] |= std::uint64_t{1} << (*it & 63);
             for (int w = w0; w <= w1; ++w) {
-              std::uint64_t bits = bitmap[static_cast<std::size_t>(w)];
-              bitmap[static_cast<std::size_t>(w)] = 0;
+              std::uint64_t bits = bm[w];
+              bm[w] = 0;
               while (bits) {
-                mine.push_back(by_rank[static_cast<std::size_t>(w * 64 + __builtin_ctzll(bits))]);
+                *out++ = rank_to_local[w * 64 + __builtin_ctzll(bits)];
                 bits &= bits - 1;
               }
             }
           } else {
             std::sort(first, last);
-            for (auto it = first; it != last; ++it) mine.push_back(by_rank[static_cast<std::size_t>(*it)]);
+            for (auto it = first; it != last; ++it) *out++ = rank_to_local[*it];
+          }
+          if (half) {  // full-list entries: each pair once for each of its owned atoms
+            std::int64_t e = 0;
+            for (std::size_t q = base; q < mine.size(); ++q) e += own_i + (mine[q] < nown);
+            entries_int += e;
+          } else {
+            entries_int += static_cast<std::int64_t>(ncand);
           }
         }
         counts_per_atom[static_cast<std::size_t>(slot)] = static_cast<std::int64_t>(ncand);
-        if (half)  // full-list entries: each pair once for each of its owned atoms
-          for (std::size_t q = mine.size() - ncand; q < mine.size(); ++q) entries[t] += own_i + (mine[q] < nown);
-        else
-          entries[t] += static_cast<double>(ncand);
       }
+      entries[t] = static_cast<double>(entries_int);
     }
     tpairs_region.reset();
+    tph = std::make_unique<ScopedTimer>("md.nb.upload");
     std::size_t npairs = 0;
     for (const auto& p : part) npairs += p.size();
     std::vector<std::int64_t> start(static_cast<std::size_t>(nslots) + 1, 0);
@@ -1486,28 +1537,70 @@ class MdModel : public Model {
     return recv;
   }
 
-  // Every step between rebuilds: the ghosts' new positions from their owners (same lists).
+  // Every step between rebuilds: the ghosts' new positions from their owners (same lists, so the
+  // counts are known from the build: one MPI_Alltoallv, buffers reused, and on the host packed from
+  // and unpacked into the position arrays directly).
   void forward_ghosts() {
     if (np_ == 1) return;
     ScopedTimer timer("md.ghosts");
     const Exec& ex = ctx_.exec;
-    std::vector<double> own[3];
+    const bool host = ex.backend() == Backend::host;
+    const double* src[3];
     for (int d = 0; d < 3; ++d) {
-      own[d].resize(static_cast<std::size_t>(nown_));
+      if (host) {
+        src[d] = x_[d].data();
+        continue;
+      }
+      fwd_own_[d].resize(static_cast<std::size_t>(nown_));
       if (nown_ > 0)
-        memory::copy(ex, Backend::host, own[d].data(), ex.backend(), x_[d].data(), sizeof(double) * static_cast<std::size_t>(nown_));
+        memory::copy(ex, Backend::host, fwd_own_[d].data(), ex.backend(), x_[d].data(), sizeof(double) * static_cast<std::size_t>(nown_));
+      src[d] = fwd_own_[d].data();
     }
-    std::vector<int> counts;
-    const std::vector<double> recv = exchange_records(send_lists_, 3, [&](int i, double* rec) {
-      for (int d = 0; d < 3; ++d) rec[d] = own[d][static_cast<std::size_t>(i)];
-    }, &counts);
-    std::vector<double> g(static_cast<std::size_t>(nghost_));
+    const std::size_t P = static_cast<std::size_t>(np_);
+    fwd_scount_.assign(P, 0);
+    fwd_rcount_.assign(P, 0);
+    fwd_sdisp_.assign(P + 1, 0);
+    fwd_rdisp_.assign(P + 1, 0);
+    for (std::size_t r = 0; r < P; ++r) {
+      fwd_scount_[r] = 3 * static_cast<int>(send_lists_[r].size());
+      fwd_rcount_[r] = 3 * recv_counts_[r];
+      fwd_sdisp_[r + 1] = fwd_sdisp_[r] + fwd_scount_[r];
+      fwd_rdisp_[r + 1] = fwd_rdisp_[r] + fwd_rcount_[r];
+    }
+    fwd_send_.resize(static_cast<std::size_t>(fwd_sdisp_[P]));
+    fwd_recv_.resize(static_cast<std::size_t>(fwd_rdisp_[P]));
+    double* out = fwd_send_.data();
+    for (std::size_t r = 0; r < P; ++r)
+      for (int i : send_lists_[r]) {
+        *out++ = src[0][i];
+        *out++ = src[1][i];
+        *out++ = src[2][i];
+      }
+    mpi_check(MPI_Alltoallv(fwd_send_.data(), fwd_scount_.data(), fwd_sdisp_.data(), MPI_DOUBLE, fwd_recv_.data(),
+                            fwd_rcount_.data(), fwd_rdisp_.data(), MPI_DOUBLE, ctx_.comm.raw()),
+              "MPI_Alltoallv");
+    const double* in = fwd_recv_.data();
+    if (host) {
+      double* const gx = x_[0].data() + nown_;
+      double* const gy = x_[1].data() + nown_;
+      double* const gz = x_[2].data() + nown_;
+      for (int k = 0; k < nghost_; ++k) {
+        gx[k] = in[3 * k];
+        gy[k] = in[3 * k + 1];
+        gz[k] = in[3 * k + 2];
+      }
+      return;
+    }
+    std::vector<double>& g = fwd_own_[0];  // reused as the staging buffer
+    g.resize(static_cast<std::size_t>(nghost_));
     for (int d = 0; d < 3; ++d) {
-      for (int k = 0; k < nghost_; ++k) g[static_cast<std::size_t>(k)] = recv[3 * static_cast<std::size_t>(k) + d];
+      for (int k = 0; k < nghost_; ++k) g[static_cast<std::size_t>(k)] = in[3 * static_cast<std::size_t>(k) + d];
       if (nghost_ > 0)
         memory::copy(ex, ex.backend(), x_[d].data() + nown_, Backend::host, g.data(), sizeof(double) * static_cast<std::size_t>(nghost_));
     }
   }
+  std::vector<double> fwd_own_[3], fwd_send_, fwd_recv_;  // forward_ghosts' buffers
+  std::vector<int> fwd_scount_, fwd_rcount_, fwd_sdisp_, fwd_rdisp_;
 
   Context ctx_;
   int me_, np_;
@@ -1534,6 +1627,7 @@ class MdModel : public Model {
   Buffer<double> x_[3], v_[3], f_[3], x0_[3], pe_, vir_, work_, mass_;
   Buffer<int> img_[3], nbr_, type_;
   Buffer<std::int64_t> start_, idd_;
+  std::vector<std::vector<int>> parts_;  // rebuild(): each OpenMP thread's share of the list
   long builds_ = 0, dangerous_ = 0;
   bool overdue_ = false;  // an atom moved more than half the skin since the last build
   double pairs_ = 0;
