@@ -1133,7 +1133,7 @@ class MdModel : public Model {
     ScopedTimer timer("md.neighbor_build");
     const Exec& ex = ctx_.exec;
     const Comm& comm = ctx_.comm;
-    auto tph = std::make_unique<ScopedTimer>("md.nb.order");
+    auto tph = std::make_unique<ScopedTimer>("md.neighbor_build.order");
     if (np_ > 1) migrate();
     // Owned atoms in id order (a deterministic layout).
     {
@@ -1161,7 +1161,7 @@ class MdModel : public Model {
       permute(hw_);
     }
     upload_owned();
-    tph = std::make_unique<ScopedTimer>("md.nb.ghosts");
+    tph = std::make_unique<ScopedTimer>("md.neighbor_build.ghosts");
     // Ghosts: every owned atom within cutoff + skin of another rank's block goes there.
     send_lists_.assign(static_cast<std::size_t>(np_), {});
     std::vector<double> gx[3];
@@ -1198,7 +1198,7 @@ class MdModel : public Model {
     std::vector<int> ltype = htype_;
     ltype.insert(ltype.end(), gtype.begin(), gtype.end());
 
-    tph = std::make_unique<ScopedTimer>("md.nb.bins");
+    tph = std::make_unique<ScopedTimer>("md.neighbor_build.bins");
     // The Verlet list of the owned atoms over owned + ghost atoms.
     const double rl = s_.cutoff + s_.skin, rl2 = rl * rl;
     // Coordinates are wrapped into the box, so one comparison per axis finds the nearest image.
@@ -1412,13 +1412,21 @@ class MdModel : public Model {
       entries[t] = static_cast<double>(entries_int);
     }
     tpairs_region.reset();
-    tph = std::make_unique<ScopedTimer>("md.nb.upload");
+    tph = std::make_unique<ScopedTimer>("md.neighbor_build.copy");
     std::size_t npairs = 0;
     for (const auto& p : part) npairs += p.size();
     std::vector<std::int64_t> start(static_cast<std::size_t>(nslots) + 1, 0);
     for (int i = 0; i < nslots; ++i)
       start[static_cast<std::size_t>(i) + 1] = start[static_cast<std::size_t>(i)] + counts_per_atom[static_cast<std::size_t>(i)];
     nslots_ = nslots;
+    // The half-list force loop adds every pair's term to both atoms, ghosts too (no branch on the
+    // partner being owned, which mispredicts where ghosts and owned atoms interleave in id order):
+    // force, energy and virial arrays hold a scratch entry for every ghost.
+    if (half_) {
+      for (int d = 0; d < 3; ++d) fit(f_[d], static_cast<std::size_t>(std::max(nlocal, 1)));
+      fit(pe_, static_cast<std::size_t>(std::max(nlocal, 1)));
+      fit(vir_, static_cast<std::size_t>(std::max(nlocal, 1)));
+    }
     if (half_) {
       fit(order_, static_cast<std::size_t>(std::max(nlocal, 1)));
       if (nlocal > 0) std::memcpy(order_.data(), by_rank.data(), sizeof(int) * static_cast<std::size_t>(nlocal));

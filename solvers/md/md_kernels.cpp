@@ -3,6 +3,9 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#if defined(__x86_64__) && !defined(__CUDACC__)
+#include <immintrin.h>
+#endif
 
 #include "solvers/md/md_kernels.hpp"
 
@@ -105,6 +108,51 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void pair_terms_one
     }
   }
 }
+#if defined(__x86_64__)
+// pair_terms_one with the partners' coordinates gathered in the vector loop (AVX-512 by hand), the
+// same operations in the same order (so the same bits); lanes past m take a partner one unit off
+// in x, finite and never read back.
+__attribute__((target("avx512f,avx512vl"))) inline __m512d image512(__m512d d, __m512d L, __m512d h, __m512d mh) {
+  const __mmask8 gt = _mm512_cmp_pd_mask(d, h, _CMP_GT_OQ);
+  const __mmask8 lt = _mm512_cmp_pd_mask(d, mh, _CMP_LT_OQ);
+  return _mm512_mask_add_pd(_mm512_mask_sub_pd(d, gt, d, L), static_cast<__mmask8>(lt & ~gt), d, L);
+}
+__attribute__((target("avx512f,avx512vl"))) void pair_terms_one_gather(
+    int m, const int* nb, const double* x, const double* y, const double* z, double xi, double yi, double zi,
+    const double* box, const LjCoefficients& c, bool energy, Chunk& k) {
+  const __m512d bx = _mm512_set1_pd(box[0]), by = _mm512_set1_pd(box[1]), bz = _mm512_set1_pd(box[2]);
+  const __m512d hx = _mm512_set1_pd(0.5 * box[0]), hy = _mm512_set1_pd(0.5 * box[1]), hz = _mm512_set1_pd(0.5 * box[2]);
+  const __m512d mhx = _mm512_set1_pd(-(0.5 * box[0])), mhy = _mm512_set1_pd(-(0.5 * box[1])), mhz = _mm512_set1_pd(-(0.5 * box[2]));
+  const __m512d vxi = _mm512_set1_pd(xi), vyi = _mm512_set1_pd(yi), vzi = _mm512_set1_pd(zi);
+  const __m512d fill_x = _mm512_set1_pd(xi + 1.0);
+  const __m512d cut2 = _mm512_set1_pd(c.cut2), lj1 = _mm512_set1_pd(c.lj1), lj2 = _mm512_set1_pd(c.lj2),
+                lj3 = _mm512_set1_pd(c.lj3), lj4 = _mm512_set1_pd(c.lj4), off = _mm512_set1_pd(c.offset);
+  const __m512d one = _mm512_set1_pd(1.0);
+  for (int q = 0; q < m; q += 8) {
+    const __mmask8 live = m - q >= 8 ? __mmask8(0xFF) : __mmask8((1u << (m - q)) - 1u);
+    const __m256i idx = _mm256_maskz_loadu_epi32(live, nb + q);
+    const __m512d xj = _mm512_mask_i32gather_pd(fill_x, live, idx, x, 8);
+    const __m512d yj = _mm512_mask_i32gather_pd(vyi, live, idx, y, 8);
+    const __m512d zj = _mm512_mask_i32gather_pd(vzi, live, idx, z, 8);
+    const __m512d dx = image512(_mm512_sub_pd(vxi, xj), bx, hx, mhx);
+    const __m512d dy = image512(_mm512_sub_pd(vyi, yj), by, hy, mhy);
+    const __m512d dz = image512(_mm512_sub_pd(vzi, zj), bz, hz, mhz);
+    const __m512d r2 = _mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(dx, dx), _mm512_mul_pd(dy, dy)), _mm512_mul_pd(dz, dz));
+    const __m512d in = _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(r2, cut2, _CMP_LT_OQ), one);
+    const __m512d r2i = _mm512_div_pd(one, r2);
+    const __m512d r6i = _mm512_mul_pd(_mm512_mul_pd(r2i, r2i), r2i);
+    const __m512d fpair =
+        _mm512_mul_pd(_mm512_mul_pd(_mm512_mul_pd(r6i, _mm512_sub_pd(_mm512_mul_pd(lj1, r6i), lj2)), r2i), in);
+    _mm512_store_pd(k.tx + q, _mm512_mul_pd(dx, fpair));
+    _mm512_store_pd(k.ty + q, _mm512_mul_pd(dy, fpair));
+    _mm512_store_pd(k.tz + q, _mm512_mul_pd(dz, fpair));
+    if (energy) {
+      _mm512_store_pd(k.te + q, _mm512_mul_pd(_mm512_sub_pd(_mm512_mul_pd(r6i, _mm512_sub_pd(_mm512_mul_pd(lj3, r6i), lj4)), off), in));
+      _mm512_store_pd(k.tv + q, _mm512_mul_pd(r2, fpair));
+    }
+  }
+}
+#endif
 __attribute__((target_clones("avx512f", "avx2", "default"))) void pair_terms_many(
     int m, double xi, double yi, double zi, const double* box, bool energy, Chunk& k) {
   const int mp = padded(m);
@@ -146,7 +194,9 @@ void lj_forces_half(const Atoms& a, const LjTable& lj) {
   const double* const __restrict x = a.x;
   const double* const __restrict y = a.y;
   const double* const __restrict z = a.z;
-  for (int i = 0; i < a.n; ++i) {
+  // Owned atoms and, after them, a scratch entry per ghost (the host build sizes the arrays so):
+  // ghosts' terms land there unread, and the loop needs no branch on the partner.
+  for (int i = 0; i < a.nslots; ++i) {
     fx[i] = 0;
     fy[i] = 0;
     fz[i] = 0;
@@ -157,6 +207,9 @@ void lj_forces_half(const Atoms& a, const LjTable& lj) {
   const bool energy = a.energy;
 #if !defined(__CUDACC__)
   Chunk k;
+#if defined(__x86_64__)
+  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
+#endif
 #endif
   for (int s = 0; s < a.nslots; ++s) {
     const int i = a.order[s];
@@ -175,6 +228,12 @@ void lj_forces_half(const Atoms& a, const LjTable& lj) {
     for (std::int64_t k0 = a.start[s]; k0 < a.start[s + 1]; k0 += kChunk) {
       const int m = static_cast<int>(a.start[s + 1] - k0 < kChunk ? a.start[s + 1] - k0 : kChunk);
       const int* const __restrict nb = a.neighbors + k0;
+#if defined(__x86_64__)
+      if (lj.ntypes == 1 && avx512) {
+        pair_terms_one_gather(m, nb, x, y, z, xi, yi, zi, a.box, row[0], energy, k);
+        goto sums;
+      }
+#endif
       for (int q = 0; q < m; ++q) {
         const int j = nb[q];
         k.x[q] = x[j];
@@ -200,6 +259,7 @@ void lj_forces_half(const Atoms& a, const LjTable& lj) {
         }
         pair_terms_many(m, xi, yi, zi, a.box, energy, k);
       }
+    sums:
       if (energy) {
         for (int q = 0; q < m; ++q) {
           si.fx += k.tx[q];
@@ -208,13 +268,11 @@ void lj_forces_half(const Atoms& a, const LjTable& lj) {
           si.pe += k.te[q];
           si.vir += k.tv[q];
           const int j = nb[q];
-          if (j < nown) {
-            fx[j] -= k.tx[q];
-            fy[j] -= k.ty[q];
-            fz[j] -= k.tz[q];
-            pe[j] += k.te[q];
-            vir[j] += k.tv[q];
-          }
+          fx[j] -= k.tx[q];
+          fy[j] -= k.ty[q];
+          fz[j] -= k.tz[q];
+          pe[j] += k.te[q];
+          vir[j] += k.tv[q];
         }
       } else {
         for (int q = 0; q < m; ++q) {
@@ -222,11 +280,9 @@ void lj_forces_half(const Atoms& a, const LjTable& lj) {
           si.fy += k.ty[q];
           si.fz += k.tz[q];
           const int j = nb[q];
-          if (j < nown) {
-            fx[j] -= k.tx[q];
-            fy[j] -= k.ty[q];
-            fz[j] -= k.tz[q];
-          }
+          fx[j] -= k.tx[q];
+          fy[j] -= k.ty[q];
+          fz[j] -= k.tz[q];
         }
       }
     }
