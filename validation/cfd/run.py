@@ -8,7 +8,9 @@ Cases (job files in cases/, reference numbers and their sources in reference.md 
   taylor_green   2D Taylor-Green vortex (periodic, diffusive scaling, tau = 0.8): L2 error, RMS over the
                  time window in which the amplitude falls from 30 % to 10 %, order 2 +/- 0.2.
   cavity_re100   lid-driven cavity vs Ghia et al. (1982): largest |u - u_Ghia| on the vertical and
-  cavity_re1000  |v - v_Ghia| on the horizontal centreline at the tabulated points, < 0.01 U.
+  cavity_re1000  |v - v_Ghia| on the horizontal centreline at the tabulated points, < 0.01 U (Re 100);
+                 at Re 1000 against Botella & Peyret's (1998) spectral solution at the same points
+                 (Ghia's near-wall v differs from it by up to 0.0185 U), Ghia reported.
   cylinder_2d1   Schaefer & Turek (1996) 2D-1 (Re 20): cD, cL, dp inside the published ranges.
   cylinder_2d2   Schaefer & Turek 2D-2 (Re 100): max cD, max cL, Strouhal number from the lift.
   cylinder_3d1z  Schaefer & Turek 3D-1Z (Re 20, D3Q19): cD within 2 % of 6.18533.
@@ -342,14 +344,23 @@ def cavity_lines(vel):
     return y, ucol, x, vrow
 
 
+def read_botella_peyret():
+    """Botella & Peyret (1998), Re 1000, at Ghia's points: {(kind, coord): value}."""
+    with open(os.path.join(HERE, "botella_peyret1998.csv")) as f:
+        rows = list(csv.DictReader(l for l in f if not l.startswith("#")))
+    return {(r["kind"], float(r["coord"])): float(r["Re1000"]) for r in rows}
+
+
 def cavity_compare(vel, re):
+    """Per tabulated point: (kind, coord, Ghia, cumulus, gated against Ghia, Botella-Peyret or None)."""
     y, ucol, x, vrow = cavity_lines(vel)
+    bp = read_botella_peyret() if re == 1000 else {}
     out = []
     for kind, c, r100, r1000 in read_ghia():
         ref = r100 if re == 100 else r1000
         val = np.interp(c, y, ucol) if kind == "u" else np.interp(c, x, vrow)
         gated = (re, kind, c) not in GHIA_UNCERTAIN
-        out.append((kind, c, ref, float(val), gated))
+        out.append((kind, c, ref, float(val), gated, bp.get((kind, c))))
     return out
 
 
@@ -377,17 +388,31 @@ def case_cavity(ctx, res, re):
     dt_out = last["_time"] - prev["_time"]
     worst = max((c for c in cmp if c[4]), key=lambda c: abs(c[3] - c[2]))
     maxdiff = abs(worst[3] - worst[2])
+    has_bp = re == 1000
     res.info.append(f"N = {n}, t = {last['_time']:.1f} s (lid travels), wall {res.wall:.1f} s")
-    res.info.append(f"{'line':4} {'coord':>7} {'Ghia':>9} {'cumulus':>9} {'diff':>9}")
-    for kind, c, ref, val, gated in cmp:
+    res.info.append(f"{'line':4} {'coord':>7} {'Ghia':>9} {'cumulus':>9} {'diff':>9}" +
+                    (f" {'Botella-P':>10} {'diff':>9} {'Ghia-BP':>9}" if has_bp else ""))
+    for kind, c, ref, val, gated, bp in cmp:
         res.info.append(f"{kind:4} {c:7.4f} {ref:9.5f} {val:9.5f} {val - ref:+9.5f}" +
-                        ("" if gated else f"  (not gated: public copies of Ghia disagree; vs {GHIA_UNCERTAIN_ALT}: "
+                        (f" {bp:10.7f} {val - bp:+9.5f} {ref - bp:+9.5f}" if has_bp else "") +
+                        ("" if gated else f"  (Ghia not gated here: public copies disagree; vs {GHIA_UNCERTAIN_ALT}: "
                                           f"{val - GHIA_UNCERTAIN_ALT:+.5f})"))
-    res.info.append(f"largest gated difference: {worst[0]} at {worst[1]:.4f}: {maxdiff:.5f}; largest change of the "
-                    f"centreline values over the last {dt_out:.0f} s: {change:.2e}")
+    res.info.append(f"largest difference from Ghia (gated points): {worst[0]} at {worst[1]:.4f}: {maxdiff:.5f}; largest "
+                    f"change of the centreline values over the last {dt_out:.0f} s: {change:.2e}")
     tol = GHIA_TOL
     if ctx.quick:  # regression band around the measured 0.0074 (64^2, t = 30)
         res.check(f"max |diff| vs Ghia, N={n} (regression)", maxdiff, 0.0065, 0.0085, "{:.4f}")
+    elif has_bp:
+        # Re 1000: Ghia's own near-wall v values differ from Botella & Peyret's spectral solution by up
+        # to 0.0185 U (five points beyond 0.01), so a solver that converges cannot be within 0.01 of
+        # both. The gate is the spectral reference, at every point; the Ghia figure is reported.
+        worst_bp = max(cmp, key=lambda c: abs(c[3] - c[5]))
+        maxdiff_bp = abs(worst_bp[3] - worst_bp[5])
+        ghia_vs_bp = max(abs(c[2] - c[5]) for c in cmp if c[4])
+        res.info.append(f"largest difference from Botella & Peyret (all points): {worst_bp[0]} at {worst_bp[1]:.4f}: "
+                        f"{maxdiff_bp:.5f}; Ghia's table itself differs from Botella & Peyret by up to {ghia_vs_bp:.4f}")
+        res.info.append(f"against Ghia (reported, not gated at Re 1000): {maxdiff:.4f}")
+        res.check(f"max |diff| vs Botella & Peyret, N={n}", maxdiff_bp, hi=tol, fmt="{:.4f}")
     else:
         res.check(f"max |diff| vs Ghia, N={n}", maxdiff, hi=tol, fmt="{:.4f}")
     res.check(f"steady: max change over last {dt_out:.0f} s", change, hi=2e-3, fmt="{:.1e}")
@@ -405,11 +430,23 @@ def case_cavity(ctx, res, re):
     ax1.grid(alpha=0.3)
     ax2.plot(x, vrow, "-", label=f"cumulus lbm {n}$^2$")
     ax2.plot([r[1] for r in g if r[0] == "v"], [r[col] for r in g if r[0] == "v"], "ko", mfc="none", label="Ghia et al. 1982")
+    if re == 1000:
+        bp = read_botella_peyret()
+        ax1.plot([v for (k, c), v in bp.items() if k == "u"], [c for (k, c), v in bp.items() if k == "u"], "r+",
+                 label="Botella & Peyret 1998")
+        ax1.legend(fontsize=8)
+        ax2.plot([c for (k, c), v in bp.items() if k == "v"], [v for (k, c), v in bp.items() if k == "v"], "r+",
+                 label="Botella & Peyret 1998")
     ax2.set_xlabel("x / L")
     ax2.set_ylabel("v / U on y = 0.5")
     ax2.legend(fontsize=8)
     ax2.grid(alpha=0.3)
-    fig.suptitle(f"Lid-driven cavity, Re {re}: max |diff| {maxdiff:.4f} U at the tabulated points, t = {last['_time']:.0f} s")
+    if re == 1000 and not ctx.quick:
+        bpd = max(abs(c[3] - c[5]) for c in cmp)
+        fig.suptitle(f"Lid-driven cavity, Re {re}, {n}$^2$: max |diff| {bpd:.4f} U from Botella & Peyret, {maxdiff:.4f} U "
+                     f"from Ghia, at the tabulated points, t = {last['_time']:.0f} s")
+    else:
+        fig.suptitle(f"Lid-driven cavity, Re {re}: max |diff| {maxdiff:.4f} U at the tabulated points, t = {last['_time']:.0f} s")
     fig.tight_layout()
     fig.savefig(os.path.join(ctx.out, f"cavity_re{re}.png"))
     plt.close(fig)
