@@ -504,13 +504,15 @@ class LbmModel : public Model {
     return strprintf(
         "lbm: %s, %s storage, %s%s; %dx%dx%d cells of %.4g m; nu %.4g m^2/s, Re %.4g (U %.4g m/s, L %.4g m)\n"
         "  lattice units: dt %.6g s, tau %.6f, nu %.5g, reference velocity %.5g (Mach %.3f), largest speed %.5g%s\n"
-        "  faces: %s; %zu obstacle(s), %lld boundary cells on rank 0's part; %s; halo %zu B per exchange",
+        "  faces: %s; %zu obstacle(s); on rank 0's part %lld cells next to domain walls only (wall links filled into the "
+        "ghosts) and %lld boundary cells (second pass); %s; halo %zu B per exchange",
         L::name, s_.precision.c_str(), s_.collision.c_str(),
         s_.params.smagorinsky > 0 ? strprintf(" + Smagorinsky C %.3g", s_.params.smagorinsky).c_str() : "", n[0], n[1],
         n[2], s_.dx, s_.nu, s_.U * s_.Lref / s_.nu, s_.U, s_.Lref, s_.dt, s_.tau, s_.nu_lat, s_.u_ref,
         s_.u_ref * std::sqrt(3.0), s_.max_speed,
         s_.collision == "trt" ? strprintf(", TRT magic %.4g", s_.params.magic).c_str() : "", faces.c_str(),
-        s_.obstacles.size(), static_cast<long long>(nlist_), decomp_.describe().c_str(), halo_->bytes_per_exchange());
+        s_.obstacles.size(), static_cast<long long>(nfill_), static_cast<long long>(nlist_), decomp_.describe().c_str(),
+        halo_->bytes_per_exchange());
   }
   double preferred_dt() const override { return s_.dt; }
   bool fixed_dt() const override { return true; }
@@ -527,9 +529,11 @@ class LbmModel : public Model {
     if (ex.is_cuda()) {
       sc(ex, f_.view(), g_.view(), inner_, s_.params);  // overlaps the halo transfer
       transfer.finish();
+      fill_walls();  // wall ghosts are read by rim cells only
       for (const Box& b : rim_) sc(ex, f_.view(), g_.view(), b, s_.params);
     } else {
       transfer.finish();
+      fill_walls();
       sc(ex, f_.view(), g_.view(), box_, s_.params);
     }
     if (nlist_ > 0)
@@ -537,6 +541,14 @@ class LbmModel : public Model {
                                                           box_, s_.params);
     f_.swap(g_);
     ++steps_;
+  }
+
+  // Wall links into the walls' ghost cells (kernels: wall_fill), so that their cells need no
+  // boundary pass.
+  void fill_walls() {
+    if (nfill_ == 0) return;
+    CUMULUS_KERNEL(ctx_.exec, kernels, wall_fill<L, S>)(ctx_.exec, f_.view(), fill_list_.data(), fill_walls_.data(),
+                                                        fill_moving_.data(), fill_face_.data(), nfill_, box_, s_.params);
   }
 
   std::optional<HealthIssue> check_health() override {
@@ -699,6 +711,9 @@ class LbmModel : public Model {
     std::vector<std::uint32_t> links;
     std::vector<float> delta;
     std::vector<std::uint8_t> near(t.size(), 0);
+    std::vector<std::int32_t> fill;
+    std::vector<std::uint32_t> fill_walls, fill_moving;
+    std::vector<std::int8_t> fill_face;
     const int ni = box_.size(0), nj = box_.size(1);
     if (box_.volume() >= std::numeric_limits<std::int32_t>::max())
       throw InputError(strprintf("rank %d would own %lld cells, more than one rank indexes (2^31): use more ranks",
@@ -716,6 +731,33 @@ class LbmModel : public Model {
             else if (t != kFluid) mask |= kGeneralPath;
           }
           if (!boundary) continue;
+          {
+            // Only domain walls upstream (halfway bounce-back; moving walls of one face, not with
+            // fp16 storage): the links go to wall_fill and the cell stays on the fast path.
+            std::uint32_t wm = 0, mm = 0;
+            int face = -1;
+            bool fillable = at(i, j, k) == kFluid;
+            for (int q = 1; q < L::Q && fillable; ++q) {
+              const int t = cell_type(at(i - L::c(q, 0), j - L::c(q, 1), k - L::c(q, 2)));
+              if (t == kFluid) continue;
+              if (t == kWall) {
+                wm |= 1u << q;
+              } else if (t >= kMovingWall && t < kInlet && !std::is_same_v<S, std::uint16_t> &&
+                         (face < 0 || face == t - kMovingWall)) {
+                mm |= 1u << q;
+                face = t - kMovingWall;
+              } else {
+                fillable = false;
+              }
+            }
+            if (fillable) {
+              fill.push_back(static_cast<std::int32_t>((k - box_.lo[2]) * ni * nj + (j - box_.lo[1]) * ni + (i - box_.lo[0])));
+              fill_walls.push_back(wm);
+              fill_moving.push_back(mm);
+              fill_face.push_back(static_cast<std::int8_t>(face < 0 ? 0 : face));
+              continue;
+            }
+          }
           list.push_back(static_cast<std::int32_t>((k - box_.lo[2]) * ni * nj + (j - box_.lo[1]) * ni + (i - box_.lo[0])));
           links.push_back(mask);
           // Wall fractions of the links into obstacles (pull direction q: the wall lies towards -c_q).
@@ -751,6 +793,17 @@ class LbmModel : public Model {
       list_.from_host(ex, list);
       links_.from_host(ex, links);
       delta_.from_host(ex, delta);
+    }
+    nfill_ = static_cast<std::int64_t>(fill.size());
+    fill_list_ = Buffer<std::int32_t>(ex.backend(), std::max<std::size_t>(fill.size(), 1));
+    fill_walls_ = Buffer<std::uint32_t>(ex.backend(), fill_list_.size());
+    fill_moving_ = Buffer<std::uint32_t>(ex.backend(), fill_list_.size());
+    fill_face_ = Buffer<std::int8_t>(ex.backend(), fill_list_.size());
+    if (!fill.empty()) {
+      fill_list_.from_host(ex, fill);
+      fill_walls_.from_host(ex, fill_walls);
+      fill_moving_.from_host(ex, fill_moving);
+      fill_face_.from_host(ex, fill_face);
     }
   }
 
@@ -847,6 +900,11 @@ class LbmModel : public Model {
   Buffer<std::uint32_t> links_;
   Buffer<float> delta_;  // per boundary cell and direction: where the wall cuts the link
   std::int64_t nlist_ = 0;
+  // Cells next to domain walls only (wall_fill): cell, resting-wall and moving-wall link masks, face.
+  Buffer<std::int32_t> fill_list_;
+  Buffer<std::uint32_t> fill_walls_, fill_moving_;
+  Buffer<std::int8_t> fill_face_;
+  std::int64_t nfill_ = 0;
   std::unique_ptr<HaloExchange> halo_, macro_halo_;
   Field<double> macro_, vort_;
   long steps_ = 0, macro_step_ = -1;

@@ -284,6 +284,46 @@ void boundary_cells(const Exec& ex, const View<S>& src, const View<S>& dst, cons
   });
 }
 
+// Cells whose only non-fluid neighbours are the domain's walls (halfway bounce-back, resting or
+// moving) need no second pass: before the step, each wall link's population is written into the
+// wall's ghost cell upstream, which the fast path then pulls as it pulls from any cell. A ghost
+// population (g, q) is pulled by one cell only, g + c_q, so no two links write the same place; the
+// value is the bounce-back one (own post-collision f_opposite, plus the moving wall's momentum
+// term), the very expression the boundary kernel used: the same bits, without re-reading 2 Q
+// scattered populations per cell. fp16 storage: resting walls only (a raw copy; the moving term
+// would be rounded to binary16 on the way). Runs after the halo transfer, which may overwrite
+// corner ghosts. `moving_face`: the face of the cell's moving-wall links (one face per cell).
+template <class L, class S>
+void wall_fill(const Exec& ex, const View<S>& f, const std::int32_t* list, const std::uint32_t* walls,
+               const std::uint32_t* moving, const std::int8_t* moving_face, std::int64_t n, const Box& interior,
+               const StepParams& p) {
+  using St = Storage<S>;
+  using R = typename St::R;
+  const StepParams pp = p;
+  const int lo0 = interior.lo[0], lo1 = interior.lo[1], lo2 = interior.lo[2];
+  const int ni = interior.size(0), nj = interior.size(1);
+  for_each(ex, "lbm.wall_fill", list_box(n), [=] CUMULUS_HD(int li, int lj, int) {
+    const std::int64_t idx = static_cast<std::int64_t>(lj) * kListRow + li;
+    if (idx >= n) return;
+    const std::int32_t c = list[idx];
+    const int i = lo0 + c % ni, j = lo1 + (c / ni) % nj, k = lo2 + c / (ni * nj);
+    const std::uint32_t wm = walls[idx], mm = moving[idx];
+    static_for<L::Q>([&](auto q) {
+      constexpr int cx = L::c(q, 0), cy = L::c(q, 1), cz = L::c(q, 2);
+      constexpr int qo = opposite(q);
+      if ((wm >> q) & 1u) f(i - cx, j - cy, k - cz, q) = f(i, j, k, qo);
+      if constexpr (!std::is_same_v<S, std::uint16_t>) {
+        if ((mm >> q) & 1u) {
+          constexpr R w = static_cast<R>(L::w(q));
+          const FaceSpec& fs = pp.face[moving_face[idx]];
+          f(i - cx, j - cy, k - cz, q) = St::store(St::load(f(i, j, k, qo)) + R(6) * w * R(pp.ramp) *
+                                                   (R(cx) * R(fs.u[0]) + R(cy) * R(fs.u[1]) + R(cz) * R(fs.u[2])));
+        }
+      }
+    });
+  });
+}
+
 template <class L, class S>
 void macroscopic(const Exec& ex, const View<S>& fv, const View<std::uint8_t>& flags, const View<double>& out,
                  const Box& box, const StepParams& p) {
@@ -424,6 +464,9 @@ double probe_sum(const Exec& ex, const View<double>& m, const View<std::uint8_t>
                                      const std::int32_t*, const std::uint32_t*, const float*, std::int64_t,       \
                                      const Box&,                                                                  \
                                      const StepParams&);                                                          \
+  template void wall_fill<L, S>(const Exec&, const View<S>&, const std::int32_t*, const std::uint32_t*,            \
+                                const std::uint32_t*, const std::int8_t*, std::int64_t, const Box&,                \
+                                const StepParams&);                                                                \
   template void macroscopic<L, S>(const Exec&, const View<S>&, const View<std::uint8_t>&, const View<double>&,     \
                                   const Box&, const StepParams&);                                                 \
   template Vec3 obstacle_force<L, S>(const Exec&, const View<S>&, const View<std::uint8_t>&, const std::int32_t*, \

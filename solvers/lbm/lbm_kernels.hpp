@@ -97,6 +97,10 @@ struct Totals {
                       const std::int32_t* list, const std::uint32_t* links, const float* delta, std::int64_t n,   \
                       const Box& interior, const StepParams& p);                                                   \
   template <class L, class S>                                                                                      \
+  void wall_fill(const Exec& ex, const View<S>& f, const std::int32_t* list, const std::uint32_t* walls,           \
+                 const std::uint32_t* moving, const std::int8_t* moving_face, std::int64_t n, const Box& interior, \
+                 const StepParams& p);                                                                             \
+  template <class L, class S>                                                                                      \
   void macroscopic(const Exec& ex, const View<S>& f, const View<std::uint8_t>& flags, const View<double>& out,      \
                    const Box& box, const StepParams& p);                                                           \
   template <class L, class S>                                                                                      \
