@@ -474,7 +474,7 @@ CYL_2D2 = {  # BGK: see cases/cylinder_2d2.toml (TRT diverges at the inlet at ta
 }
 CYL_3D1Z = {
     "quick": [],
-    "full": [(10, 0.025, 22.0, 12.0)],
+    "full": [(10, 0.05, 22.0, 12.0)],
 }
 CYL_WINDOW = 4.0    # s averaged at the end of the steady 2D-1 runs
 CYL3_WINDOW = 8.0   # s averaged at the end of the 3D-1Z run
