@@ -335,6 +335,29 @@ int scan_candidates(const ScanQuery& q, int n, const double* x, const double* y,
 }
 }  // namespace
 
+// order[r] = the index of the r-th smallest of `ids` (distinct, non-negative): an LSD radix sort
+// on 11-bit digits, as many passes as the largest id needs (3 below 2^33): linear, where a
+// comparison sort of the local atoms took a tenth of a list build.
+static void sort_by_id(const std::vector<std::int64_t>& ids, std::vector<int>& order) {
+  const std::size_t n = ids.size();
+  order.resize(n);
+  for (std::size_t k = 0; k < n; ++k) order[k] = static_cast<int>(k);
+  std::int64_t top = 0;
+  for (std::int64_t v : ids) top = std::max(top, v);
+  std::vector<int> tmp(n);
+  constexpr int kBits = 11, kBuckets = 1 << kBits;
+  for (int shift = 0; shift == 0 || (top >> shift) > 0; shift += kBits) {
+    std::size_t count[kBuckets + 1] = {};
+    for (std::size_t k = 0; k < n; ++k) ++count[((ids[static_cast<std::size_t>(order[k])] >> shift) & (kBuckets - 1)) + 1];
+    for (int b = 0; b < kBuckets; ++b) count[b + 1] += count[b];
+    for (std::size_t k = 0; k < n; ++k) {
+      const int i = order[k];
+      tmp[count[(ids[static_cast<std::size_t>(i)] >> shift) & (kBuckets - 1)]++] = i;
+    }
+    order.swap(tmp);
+  }
+}
+
 void declare_keys(Schema& s) {
   s.key("md.lattice", ValueType::string, "Initial positions: fcc, bcc or sc lattice filling the box")
       .def(std::string("fcc"))
@@ -1135,18 +1158,53 @@ class MdModel : public Model {
     const Comm& comm = ctx_.comm;
     auto tph = std::make_unique<ScopedTimer>("md.neighbor_build.order");
     if (np_ > 1) migrate();
-    // Owned atoms in id order (a deterministic layout).
+    // Owned atoms in a layout that keeps partners near in memory. Ids are spatially coherent for a
+    // fresh lattice or a data file written from one: then id order (the slots' order, best for the
+    // half list's loop). Otherwise (shuffled ids, long diffusion) spatial order: by list bin (z, y,
+    // x), by id within a bin. Measured on in.lj: with its ids shuffled, forces ran 1.5x slower in
+    // id order and 15 % faster in bin order than that; unshuffled, bin order cost 3 %. The test:
+    // the mean squared step between id-consecutive atoms, against (2 spacings)^2. Results do not
+    // depend on the layout (forces sum in id order); the thermo sums' last digits do.
     {
-      // They were in id order at the last build and migration appends the arrivals: sort those and
-      // merge (nothing to do on one rank).
-      const std::size_t sorted = static_cast<std::size_t>(std::is_sorted_until(hid_.begin(), hid_.end()) - hid_.begin());
-      std::vector<int> order(static_cast<std::size_t>(nown_));
-      for (int i = 0; i < nown_; ++i) order[static_cast<std::size_t>(i)] = i;
-      auto by_id = [&](int p, int q) { return hid_[static_cast<std::size_t>(p)] < hid_[static_cast<std::size_t>(q)]; };
-      std::sort(order.begin() + static_cast<std::ptrdiff_t>(sorted), order.end(), by_id);
-      std::inplace_merge(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(sorted), order.end(), by_id);
+      std::vector<int> order;
+      sort_by_id(hid_, order);
+      double step2 = 0;
+      for (int k = 1; k < nown_; ++k) {
+        const std::size_t p = static_cast<std::size_t>(order[static_cast<std::size_t>(k) - 1]),
+                          q = static_cast<std::size_t>(order[static_cast<std::size_t>(k)]);
+        for (int d = 0; d < 3; ++d) {
+          double dd = hx_[d][q] - hx_[d][p];
+          dd = dd > 0.5 * box_[d] ? dd - box_[d] : (dd < -0.5 * box_[d] ? dd + box_[d] : dd);
+          step2 += dd * dd;
+        }
+      }
+      const double spacing = std::cbrt(box_[0] * box_[1] * box_[2] / std::max<double>(static_cast<double>(n_total_), 1.0));
+      const bool coherent = nown_ < 2 || step2 / (nown_ - 1) < 4 * spacing * spacing;
+      if (!coherent) {
+        const double rl = s_.cutoff + s_.skin;
+        int nb[3];
+        for (int d = 0; d < 3; ++d) nb[d] = std::max(1, static_cast<int>(std::floor(box_[d] / rl)));
+        auto bin1 = [&](double x, int d) { return std::clamp(static_cast<int>(std::floor(x * nb[d] / box_[d])), 0, nb[d] - 1); };
+        const std::size_t nbins = static_cast<std::size_t>(nb[0]) * nb[1] * nb[2];
+        std::vector<int> start(nbins + 1, 0), bin(static_cast<std::size_t>(nown_));
+        for (int i = 0; i < nown_; ++i) {
+          const std::size_t u = static_cast<std::size_t>(i);
+          bin[u] = (bin1(hx_[2][u], 2) * nb[1] + bin1(hx_[1][u], 1)) * nb[0] + bin1(hx_[0][u], 0);
+          ++start[static_cast<std::size_t>(bin[u]) + 1];
+        }
+        for (std::size_t k = 0; k < nbins; ++k) start[k + 1] += start[k];
+        // Visiting the atoms in id order makes each bin's run ascend in id (a stable counting sort).
+        std::vector<int> by_bin(static_cast<std::size_t>(nown_));
+        for (int r = 0; r < nown_; ++r) {
+          const int i = order[static_cast<std::size_t>(r)];
+          by_bin[static_cast<std::size_t>(start[static_cast<std::size_t>(bin[static_cast<std::size_t>(i)])]++)] = i;
+        }
+        order.swap(by_bin);
+      }
+      bool identity = true;
+      for (int i = 0; i < nown_ && identity; ++i) identity = order[static_cast<std::size_t>(i)] == i;
       auto permute = [&](auto& v) {
-        if (sorted == order.size()) return;
+        if (identity) return;
         auto w = v;
         for (std::size_t k = 0; k < order.size(); ++k) w[k] = v[static_cast<std::size_t>(order[k])];
         v.swap(w);
@@ -1229,13 +1287,7 @@ class MdModel : public Model {
     std::vector<int> srank;
     // Local atoms (owned and ghosts) ranked by global id: a list sorted by rank is sorted by id.
     std::vector<int> by_rank(static_cast<std::size_t>(nlocal)), idrank(static_cast<std::size_t>(nlocal));
-    // The owned atoms are in id order already: sort the ghosts and merge.
-    for (int j = 0; j < nlocal; ++j) by_rank[static_cast<std::size_t>(j)] = j;
-    {
-      auto by_id = [&](int a, int b) { return lid[static_cast<std::size_t>(a)] < lid[static_cast<std::size_t>(b)]; };
-      std::sort(by_rank.begin() + nown_, by_rank.end(), by_id);
-      std::inplace_merge(by_rank.begin(), by_rank.begin() + nown_, by_rank.end(), by_id);
-    }
+    sort_by_id(lid, by_rank);
     for (int r = 0; r < nlocal; ++r) idrank[static_cast<std::size_t>(by_rank[static_cast<std::size_t>(r)])] = r;
     if (!brute) {
       const std::size_t nb = static_cast<std::size_t>(nb3[0]) * nb3[1] * nb3[2];
