@@ -414,9 +414,6 @@ void kick_drift_langevin(const Exec& ex, const Atoms& a, double half_dt, double 
   });
 }
 
-double sum_work(const Exec& ex, const Atoms& a) {
-  return reduce(ex, "md.thermo", Box(0, 0, 0, a.n, 1, 1), 0.0, SumOp{}, [=] CUMULUS_HD(int i, int, int) { return a.work[i]; });
-}
 
 void kick(const Exec& ex, const Atoms& a, double half_dt) {
   for_each(ex, "md.integrate", Box(0, 0, 0, a.n, 1, 1), [=] CUMULUS_HD(int i, int, int) {
@@ -438,12 +435,6 @@ double max_displacement2(const Exec& ex, const Atoms& a) {
   });
 }
 
-// Sum of m v^2 (twice the kinetic energy).
-double sum_kinetic(const Exec& ex, const Atoms& a) {
-  return reduce(ex, "md.thermo", Box(0, 0, 0, a.n, 1, 1), 0.0, SumOp{}, [=] CUMULUS_HD(int i, int, int) {
-    return a.mass[a.type[i]] * (a.vx[i] * a.vx[i] + a.vy[i] * a.vy[i] + a.vz[i] * a.vz[i]);
-  });
-}
 
 // Twice the kinetic energy as an exact fixed-point sum, for the Nose-Hoover thermostat, whose
 // velocity scaling must not depend on the order atoms are added in (rank count, backend): each
@@ -470,11 +461,26 @@ void scale_velocities(const Exec& ex, const Atoms& a, double factor) {
     a.vz[i] *= factor;
   });
 }
-double sum_potential(const Exec& ex, const Atoms& a) {
-  return reduce(ex, "md.thermo", Box(0, 0, 0, a.n, 1, 1), 0.0, SumOp{}, [=] CUMULUS_HD(int i, int, int) { return a.pe[i]; });
-}
-double sum_virial(const Exec& ex, const Atoms& a) {
-  return reduce(ex, "md.thermo", Box(0, 0, 0, a.n, 1, 1), 0.0, SumOp{}, [=] CUMULUS_HD(int i, int, int) { return a.virial[i]; });
+// The thermo sums, exactly: one per-atom quantity (0: m v^2, 1: potential energy, 2: virial r.F,
+// 3: the thermostat's work) times 2^20, split into its floor (part 0) and the next 32 bits of its
+// fraction (part 1, below 2^-52 truncated); integer sums are exact in any order (two's complement,
+// wrapping), so the reported energies and pressure have the same bits at any rank count, in any
+// storage layout and on the host and CUDA. The caller adds part0 2^-20 + part1 2^-52.
+std::int64_t thermo_fixed(const Exec& ex, const Atoms& a, int which, int part) {
+  const std::uint64_t sum = reduce(ex, "md.thermo", Box(0, 0, 0, a.n, 1, 1), std::uint64_t{0}, SumOp{},
+                                   [=] CUMULUS_HD(int i, int, int) -> std::uint64_t {
+    double v;
+    if (which == 0) v = a.mass[a.type[i]] * (a.vx[i] * a.vx[i] + a.vy[i] * a.vy[i] + a.vz[i] * a.vz[i]);
+    else if (which == 1) v = a.pe[i];
+    else if (which == 2) v = a.virial[i];
+    else v = a.work[i];
+    double x = v * 1048576.0;
+    if (!(x < 4503599627370496.0 && x > -4503599627370496.0)) x = 0;  // non-finite: the health check reports it
+    const double whole = floor(x);
+    if (part == 0) return static_cast<std::uint64_t>(static_cast<std::int64_t>(whole));
+    return static_cast<std::uint64_t>(floor((x - whole) * 4294967296.0));
+  });
+  return static_cast<std::int64_t>(sum);
 }
 
 std::int64_t first_bad_atom(const Exec& ex, const Atoms& a) {

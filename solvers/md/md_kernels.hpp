@@ -56,11 +56,8 @@ struct Atoms {
                            std::uint64_t seed, std::uint64_t step);                                       \
   void scale_velocities(const Exec& ex, const Atoms& a, double factor);                               \
   std::int64_t kinetic_fixed(const Exec& ex, const Atoms& a, int part);                               \
-  double sum_work(const Exec& ex, const Atoms& a);                                                   \
+  std::int64_t thermo_fixed(const Exec& ex, const Atoms& a, int which, int part);                     \
   double max_displacement2(const Exec& ex, const Atoms& a);                                          \
-  double sum_kinetic(const Exec& ex, const Atoms& a);                                                \
-  double sum_potential(const Exec& ex, const Atoms& a);                                              \
-  double sum_virial(const Exec& ex, const Atoms& a);                                                 \
   std::int64_t first_bad_atom(const Exec& ex, const Atoms& a);
 CUMULUS_DECLARE_KERNEL_PASSES(kernels, CUMULUS_MD_KERNELS)
 #undef CUMULUS_MD_KERNELS

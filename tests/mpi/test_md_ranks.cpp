@@ -73,11 +73,20 @@ std::vector<double> gather_atoms(Model& model, const Comm& comm) {
   return out;
 }
 
-std::vector<double> run_md(const Config& cfg, const Comm& comm, const Exec& ex) {
+// The thermo values a run ends with (exact fixed-point sums: the same bits at any rank count).
+const char* kThermo[] = {"temperature", "pe_per_atom", "ke_per_atom", "etotal_per_atom", "conserved_per_atom",
+                         "pressure", "virial_pressure", "pairs_per_atom"};
+
+std::vector<double> run_md(const Config& cfg, const Comm& comm, const Exec& ex, std::vector<double>* thermo = nullptr) {
   Context ctx{comm, ex, ""};
   std::unique_ptr<Model> model = md::create(cfg, ctx);
   Simulation sim(*model, ctx, simulation_settings(cfg));
   EXPECT_EQ(sim.run(), ExitCode::done);
+  const auto diag = model->diagnostics(0.0);  // collective
+  if (thermo)
+    for (const char* name : kThermo)
+      for (const auto& [k, v] : diag)
+        if (k == name) thermo->push_back(v);
   return gather_atoms(*model, comm);
 }
 
@@ -102,15 +111,19 @@ TEST_P(MdRanks, BitIdenticalTrajectoriesAtAnyRankCount) {
   const Comm world = Comm::world();
   for (const char* extra : kCases) {
     const Config cfg = md_config(extra);
-    const std::vector<double> distributed = run_md(cfg, world, ex);
+    std::vector<double> thermo_distributed, thermo_serial;
+    const std::vector<double> distributed = run_md(cfg, world, ex, &thermo_distributed);
     std::int64_t differ = 0;
     if (world.is_root()) {
       // The serial reference with two OpenMP threads: the full neighbour list, against the
       // half list (Newton's third law) that one thread per rank uses, which must give its bits.
       omp_set_num_threads(2);
-      const std::vector<double> serial = run_md(cfg, Comm::self(), ex);
+      const std::vector<double> serial = run_md(cfg, Comm::self(), ex, &thermo_serial);
       omp_set_num_threads(1);
       differ = serial == distributed ? 0 : 1;
+      EXPECT_EQ(thermo_serial.size(), std::size(kThermo)) << extra;
+      EXPECT_TRUE(thermo_serial == thermo_distributed) << "thermo output differs between " << world.size()
+                                                       << " ranks and 1 rank: " << extra;
       // The atoms must have crossed the box somewhere, or migration was not exercised.
       double moved = 0;
       for (std::size_t k = 0; k < serial.size(); k += 10)
