@@ -26,6 +26,26 @@ namespace {
 constexpr int kListRow = 1024;
 inline Box list_box(std::int64_t n) { return Box(0, 0, 0, kListRow, static_cast<int>((n + kListRow - 1) / kListRow), 1); }
 
+// A list of cells (offsets into the rank's interior box), read by the list kernels: at(li, lj)
+// gives entry idx = lj * kListRow + li and its cell (i, j, k), or false past the end.
+struct CellList {
+  const std::int32_t* list;
+  std::int64_t n;
+  int lo0, lo1, lo2, ni, nj;
+  CellList(const std::int32_t* l, std::int64_t count, const Box& interior)
+      : list(l), n(count), lo0(interior.lo[0]), lo1(interior.lo[1]), lo2(interior.lo[2]), ni(interior.size(0)),
+        nj(interior.size(1)) {}
+  CUMULUS_HD bool at(int li, int lj, std::int64_t& idx, int& i, int& j, int& k) const {
+    idx = static_cast<std::int64_t>(lj) * kListRow + li;
+    if (idx >= n) return false;
+    const std::int32_t c = list[idx];
+    i = lo0 + c % ni;
+    j = lo1 + (c / ni) % nj;
+    k = lo2 + c / (ni * nj);
+    return true;
+  }
+};
+
 // Shifted equilibrium feq_q - w_q for density 1 + drho and velocity u (second order in u).
 template <class L, class R, int q>
 CUMULUS_HD CUMULUS_INLINE R feq_shifted(R drho, R rho, R ux, R uy, R uz, R uu) {
@@ -188,13 +208,11 @@ void boundary_cells(const Exec& ex, const View<S>& src, const View<S>& dst, cons
   using St = Storage<S>;
   using R = typename St::R;
   const StepParams pp = p;
-  const int lo0 = interior.lo[0], lo1 = interior.lo[1], lo2 = interior.lo[2];
-  const int ni = interior.size(0), nj = interior.size(1);
+  const CellList cells(list, n, interior);
   for_each(ex, "lbm.boundary", list_box(n), [=] CUMULUS_HD(int li, int lj, int) {
-    const std::int64_t idx = static_cast<std::int64_t>(lj) * kListRow + li;
-    if (idx >= n) return;
-    const std::int32_t c = list[idx];
-    const int i = lo0 + c % ni, j = lo1 + (c / ni) % nj, k = lo2 + c / (ni * nj);
+    std::int64_t idx;
+    int i, j, k;
+    if (!cells.at(li, lj, idx, i, j, k)) return;
     const std::uint32_t m = links[idx];
     if (!(m & kGeneralPath)) {
       // Only resting walls and obstacles upstream (most boundary cells): bounce-back by mask, no
@@ -297,13 +315,11 @@ void wall_fill(const Exec& ex, const View<S>& f, const std::int32_t* list, const
   using St = Storage<S>;
   using R = typename St::R;
   const StepParams pp = p;
-  const int lo0 = interior.lo[0], lo1 = interior.lo[1], lo2 = interior.lo[2];
-  const int ni = interior.size(0), nj = interior.size(1);
+  const CellList cells(list, n, interior);
   for_each(ex, "lbm.wall_fill", list_box(n), [=] CUMULUS_HD(int li, int lj, int) {
-    const std::int64_t idx = static_cast<std::int64_t>(lj) * kListRow + li;
-    if (idx >= n) return;
-    const std::int32_t c = list[idx];
-    const int i = lo0 + c % ni, j = lo1 + (c / ni) % nj, k = lo2 + c / (ni * nj);
+    std::int64_t idx;
+    int i, j, k;
+    if (!cells.at(li, lj, idx, i, j, k)) return;
     const std::uint32_t wm = walls[idx], mm = moving[idx];
     static_for<L::Q>([&](auto q) {
       constexpr int cx = L::c(q, 0), cy = L::c(q, 1), cz = L::c(q, 2);
@@ -348,17 +364,15 @@ template <class L, class S>
 Vec3 obstacle_force(const Exec& ex, const View<S>& fv, const View<std::uint8_t>& flags, const std::int32_t* list,
                     const float* delta, std::int64_t n, const Box& interior, int type) {
   using St = Storage<S>;
-  const int lo0 = interior.lo[0], lo1 = interior.lo[1], lo2 = interior.lo[2];
-  const int ni = interior.size(0), nj = interior.size(1);
+  const CellList cells(list, n, interior);
   // Momentum exchange on every fluid-to-obstacle link: the body receives c_w (f*_w + f_in), what
   // goes in towards it plus what the (interpolated) bounce-back returns; 2 c_w f*_w at d = 1/2.
   return reduce(ex, "lbm.forces", list_box(n), Vec3{}, SumOp{},
                 [=] CUMULUS_HD(int li, int lj, int) {
                   Vec3 F;
-                  const std::int64_t idx = static_cast<std::int64_t>(lj) * kListRow + li;
-                  if (idx >= n) return F;
-                  const std::int32_t c = list[idx];
-                  const int i = lo0 + c % ni, j = lo1 + (c / ni) % nj, k = lo2 + c / (ni * nj);
+                  std::int64_t idx;
+                  int i, j, k;
+                  if (!cells.at(li, lj, idx, i, j, k)) return F;
                   if (cell_type(flags(i, j, k)) != kFluid) return F;
                   static_for<L::Q>([&](auto w) {
                     constexpr int cx = L::c(w, 0), cy = L::c(w, 1), cz = L::c(w, 2);
