@@ -45,6 +45,7 @@ struct Setup {
   std::string data_file;
   std::int64_t rdf_every = 0, rdf_bins = 100, neighbor_every = 1;
   bool neighbor_check = true;
+  std::string neighbor_build = "auto";
   double rdf_range = 0;
 };
 
@@ -226,6 +227,7 @@ Setup read_setup(const Config& cfg, int file_types) {
   s.skin = cfg.get<double>("md.skin");
   s.neighbor_every = cfg.get<std::int64_t>("md.neighbor_every");
   s.neighbor_check = cfg.get<bool>("md.neighbor_check");
+  s.neighbor_build = cfg.get<std::string>("md.neighbor_build");
   s.dt = cfg.get<double>("md.dt");
   s.thermostat = cfg.get<std::string>("md.thermostat");
   s.damping = cfg.get<double>("md.langevin_damping");
@@ -388,6 +390,12 @@ void declare_keys(Schema& s) {
         "Rebuild (on those steps) only when an atom has moved more than half the skin; false: always (LAMMPS's check "
         "no). Builds later than needed are counted as dangerous_builds")
       .def(true);
+  s.key("md.neighbor_build", ValueType::string,
+        "Who builds the Verlet list: 'kernels' (binning by radix sort, count, prefix sum, fill, on the backend; at one "
+        "rank the atoms stay in its memory and are re-sorted by bin at every build), 'host' (the CPU builder, a half "
+        "list at one thread) or 'auto' (kernels on CUDA, host on the host). Same trajectory bits either way")
+      .def(std::string("auto"))
+      .one_of({"auto", "host", "kernels"});
   s.key("md.types", ValueType::integer,
         "Number of atom types (with a data file left at its default: the file's 'atom types')")
       .def(std::int64_t{1})
@@ -634,7 +642,9 @@ class MdModel : public Model {
     }
     mass_ = Buffer<double>(ctx.exec.backend(), s_.masses.size());
     memory::copy(ctx.exec, ctx.exec.backend(), mass_.data(), Backend::host, s_.masses.data(), s_.masses.size() * sizeof(double));
-    rebuild();
+    kernel_build_ = s_.neighbor_build == "kernels" || (s_.neighbor_build == "auto" && ctx.exec.is_cuda());
+    resident_ = kernel_build_ && np_ == 1;
+    rebuild(true);
     compute_forces();
   }
 
@@ -653,10 +663,14 @@ class MdModel : public Model {
       thermostat = strprintf("; Nose-Hoover chain of %d at T %g, relaxation time %g (Q1 = %g, Qi = %g)", s_.nhc_length,
                              s_.t_bath, s_.nhc_damping, chain_q(0), chain_q(1));
     return strprintf("md: %lld atoms, %s (box %.6g x %.6g x %.6g), %d type(s) (%s), T0 %g; %s; Verlet list skin %g "
-                     "(rebuilt when an atom has moved skin/2); velocity Verlet, dt %g%s; %d rank(s) as %d x %d x %d "
+                     "(rebuilt when an atom has moved skin/2, %s); velocity Verlet, dt %g%s; %d rank(s) as %d x %d x %d "
                      "blocks of %d x %d x %d ownership cells in all",
                      static_cast<long long>(n_total_), origin.c_str(), box_[0], box_[1], box_[2], s_.ntypes,
-                     types.c_str(), s_.temperature, pair_->describe().c_str(), s_.skin, s_.dt, thermostat.c_str(), np_,
+                     types.c_str(), s_.temperature, pair_->describe().c_str(), s_.skin,
+                     kernel_build_ ? (resident_ ? "built by kernels, atoms re-sorted by bin on the backend"
+                                                : "built by kernels on the backend")
+                                   : "built on the host",
+                     s_.dt, thermostat.c_str(), np_,
                      p[0], p[1], p[2], nbins_[0], nbins_[1], nbins_[2]);
   }
   double preferred_dt() const override { return s_.dt; }
@@ -690,8 +704,7 @@ class MdModel : public Model {
     if (due && (far || !s_.neighbor_check)) {
       if (far && overdue_) ++dangerous_;
       overdue_ = false;
-      download_owned();
-      rebuild();
+      rebuild(false);
     } else {
       if (far) overdue_ = true;
       forward_ghosts();
@@ -707,7 +720,9 @@ class MdModel : public Model {
     const Exec& ex = ctx_.exec;
     const std::int64_t bad = CUMULUS_KERNEL(ex, kernels, first_bad_atom)(ex, atoms());
     const std::int64_t none = std::numeric_limits<std::int64_t>::max();
-    const std::int64_t gid = ctx_.comm.min(bad == none ? none : hid_[static_cast<std::size_t>(bad)]);
+    std::int64_t id = none;
+    if (bad != none) memory::copy(ex, Backend::host, &id, ex.backend(), idd_.data() + bad, sizeof(std::int64_t));
+    const std::int64_t gid = ctx_.comm.min(id);
     if (gid == none) return std::nullopt;
     return HealthIssue{"position or velocity", strprintf("atom %lld", static_cast<long long>(gid))};
   }
@@ -1108,15 +1123,23 @@ class MdModel : public Model {
     stale_ = false;
     mpi_check(MPI_Bcast(chain_xi_.data(), static_cast<int>(chain_xi_.size()), MPI_DOUBLE, 0, ctx_.comm.raw()), "MPI_Bcast");
     mpi_check(MPI_Bcast(chain_v_.data(), static_cast<int>(chain_v_.size()), MPI_DOUBLE, 0, ctx_.comm.raw()), "MPI_Bcast");
-    rebuild();
+    rebuild(true);
     compute_forces();
   }
 
+  // The owned atoms' state from the backend into the host copies (for a build on the host, a
+  // checkpoint or output). Ids and types too: a build by kernels may have re-sorted the atoms.
   void download_owned() {
     const Exec& ex = ctx_.exec;
     const std::size_t n = static_cast<std::size_t>(nown_);
     hw_.resize(n);
-    if (n > 0) memory::copy(ex, Backend::host, hw_.data(), ex.backend(), work_.data(), n * sizeof(double));
+    hid_.resize(n);
+    htype_.resize(n);
+    if (n > 0) {
+      memory::copy(ex, Backend::host, hw_.data(), ex.backend(), work_.data(), n * sizeof(double));
+      memory::copy(ex, Backend::host, hid_.data(), ex.backend(), idd_.data(), n * sizeof(std::int64_t));
+      memory::copy(ex, Backend::host, htype_.data(), ex.backend(), type_.data(), n * sizeof(int));
+    }
     for (int d = 0; d < 3; ++d) {
       hx_[d].resize(n);
       hv_[d].resize(n);
@@ -1160,10 +1183,17 @@ class MdModel : public Model {
     }
   }
 
-  // Collective: atoms to their owners, ghost lists, the Verlet list; from the host copies hx_,
-  // hv_, hi_, hid_ of the owned atoms.
-  void rebuild() {
+  // Collective: atoms to their owners, ghost lists, the Verlet list. `from_host`: the host copies
+  // hx_, hv_, hi_, hid_, htype_, hw_ of the owned atoms are the current state (set-up, restart);
+  // otherwise the backend's arrays are. With kernel builds at one rank the atoms never leave the
+  // backend: no migration, no ghosts, so the build is build_list_kernels() alone.
+  void rebuild(bool from_host) {
     ScopedTimer timer("md.neighbor_build");
+    if (resident_ && !from_host) {
+      build_list_kernels();
+      return;
+    }
+    if (!from_host) download_owned();
     const Exec& ex = ctx_.exec;
     const Comm& comm = ctx_.comm;
     auto tph = std::make_unique<ScopedTimer>("md.neighbor_build.order");
@@ -1265,6 +1295,12 @@ class MdModel : public Model {
     lid.insert(lid.end(), gid.begin(), gid.end());
     std::vector<int> ltype = htype_;
     ltype.insert(ltype.end(), gtype.begin(), gtype.end());
+    upload_local(lx, lid, ltype);
+    if (kernel_build_) {
+      tph.reset();
+      build_list_kernels();
+      return;
+    }
 
     tph = std::make_unique<ScopedTimer>("md.neighbor_build.bins");
     // The Verlet list of the owned atoms over owned + ghost atoms.
@@ -1510,13 +1546,8 @@ class MdModel : public Model {
       fit(order_, static_cast<std::size_t>(std::max(nlocal, 1)));
       if (nlocal > 0) std::memcpy(order_.data(), by_rank.data(), sizeof(int) * static_cast<std::size_t>(nlocal));
     }
-    // Device arrays: positions (owned + ghosts), the list (grown as needed: never a dropped pair).
+    // The list on the backend (grown as needed: never a dropped pair).
     const Backend where = ex.backend();
-    for (int d = 0; d < 3; ++d) {
-      fit(x_[d], static_cast<std::size_t>(std::max(nlocal, 1)));
-      if (nlocal > 0) memory::copy(ex, where, x_[d].data(), Backend::host, lx[d].data(), sizeof(double) * static_cast<std::size_t>(nlocal));
-      if (nown_ > 0) memory::copy(ex, where, x0_[d].data(), Backend::host, lx[d].data(), sizeof(double) * static_cast<std::size_t>(nown_));
-    }
     if (nbr_.size() < npairs || nbr_.size() == 0) nbr_ = Buffer<int>(where, std::max<std::size_t>(npairs + npairs / 4, 1));
     // The threads' parts, joined in thread order straight into the list's buffer.
     std::size_t at = 0;
@@ -1532,12 +1563,135 @@ class MdModel : public Model {
     }
     fit(start_, start.size());
     memory::copy(ex, where, start_.data(), Backend::host, start.data(), start.size() * sizeof(std::int64_t));
-    fit(type_, static_cast<std::size_t>(std::max(nlocal, 1)));
-    if (nlocal > 0) memory::copy(ex, where, type_.data(), Backend::host, ltype.data(), sizeof(int) * static_cast<std::size_t>(nlocal));
     pairs_ = 0;
     for (double e : entries) pairs_ += e;
     ++builds_;
     (void)comm;
+  }
+
+  // The local atoms (owned, then ghosts) to the backend: positions (and, for the owned, the
+  // positions the next list check measures from), global ids and types.
+  void upload_local(const std::vector<double>* lx, const std::vector<std::int64_t>& lid, const std::vector<int>& ltype) {
+    const Exec& ex = ctx_.exec;
+    const Backend where = ex.backend();
+    const std::size_t nlocal = lid.size(), n = std::max<std::size_t>(nlocal, 1);
+    for (int d = 0; d < 3; ++d) {
+      fit(x_[d], n);
+      if (nlocal > 0) memory::copy(ex, where, x_[d].data(), Backend::host, lx[d].data(), sizeof(double) * nlocal);
+      if (nown_ > 0) memory::copy(ex, where, x0_[d].data(), Backend::host, lx[d].data(), sizeof(double) * static_cast<std::size_t>(nown_));
+    }
+    fit(type_, n);
+    fit(idd_, n);
+    if (nlocal > 0) {
+      memory::copy(ex, where, type_.data(), Backend::host, ltype.data(), sizeof(int) * nlocal);
+      memory::copy(ex, where, idd_.data(), Backend::host, lid.data(), sizeof(std::int64_t) * nlocal);
+    }
+  }
+
+  // The full Verlet list built by kernels on the backend (md_kernels.cpp: bin_keys .. list_fill),
+  // from the positions and ids in x_ and idd_ (owned, then ghosts). At one rank the owned atoms
+  // are first put in bin order (a stable radix sort by list bin, then every per-atom array
+  // gathered): partners are then near in memory, which a GPU's gathers need, and the bins need no
+  // index array. Results do not depend on the order (forces sum in id order; thermo sums are exact).
+  void build_list_kernels() {
+    const Exec& ex = ctx_.exec;
+    const Backend where = ex.backend();
+    const int nlocal = nown_ + nghost_;
+    const std::size_t nl = static_cast<std::size_t>(std::max(nlocal, 1));
+    ListGrid g;
+    const double rl = s_.cutoff + s_.skin;
+    g.rl2 = rl * rl;
+    g.brute = false;
+    for (int d = 0; d < 3; ++d) {
+      g.nb[d] = std::max(1, static_cast<int>(std::floor(box_[d] / rl)));
+      g.box[d] = box_[d];
+      g.brute = g.brute || g.nb[d] < 3;
+    }
+    ListInput in;
+    in.x = x_[0].data();
+    in.y = x_[1].data();
+    in.z = x_[2].data();
+    in.id = idd_.data();
+    in.nown = nown_;
+    in.nlocal = nlocal;
+    in.g = g;
+    std::size_t sort_bytes = 0, scan_bytes = 0;
+    fit(counts_, static_cast<std::size_t>(std::max(nown_, 1)));
+    fit(start_, static_cast<std::size_t>(nown_) + 1);
+    CUMULUS_KERNEL(ex, kernels, prefix_sum)(ex, counts_.data(), start_.data(), nown_, nullptr, &scan_bytes);
+    if (!g.brute && nlocal > 0) {
+      const int nbins = g.nb[0] * g.nb[1] * g.nb[2];
+      fit(key_in_, nl);
+      fit(key_out_, nl);
+      fit(val_in_, nl);
+      fit(val_out_, nl);
+      fit(bin_start_, static_cast<std::size_t>(nbins) + 1);
+      CUMULUS_KERNEL(ex, kernels, sort_pairs)(ex, key_in_.data(), key_out_.data(), val_in_.data(), val_out_.data(), nlocal,
+                                              nbins, nullptr, &sort_bytes);
+      fit(temp_, std::max<std::size_t>({sort_bytes, scan_bytes, 1}));
+      CUMULUS_KERNEL(ex, kernels, bin_keys)(ex, in, nlocal, key_in_.data(), val_in_.data());
+      CUMULUS_KERNEL(ex, kernels, sort_pairs)(ex, key_in_.data(), key_out_.data(), val_in_.data(), val_out_.data(), nlocal,
+                                              nbins, temp_.data(), &sort_bytes);
+      if (resident_) {
+        permute_owned(val_out_.data());
+        in.bin_atoms = nullptr;
+      } else {
+        in.bin_atoms = val_out_.data();
+      }
+      CUMULUS_KERNEL(ex, kernels, bin_bounds)(ex, key_out_.data(), nlocal, nbins, bin_start_.data());
+      in.bin_start = bin_start_.data();
+    } else {
+      fit(temp_, std::max<std::size_t>(scan_bytes, 1));
+    }
+    // The next list check measures from here.
+    for (int d = 0; d < 3; ++d)
+      if (nown_ > 0) memory::copy(ex, where, x0_[d].data(), where, x_[d].data(), sizeof(double) * static_cast<std::size_t>(nown_));
+    CUMULUS_KERNEL(ex, kernels, list_count)(ex, in, counts_.data());
+    CUMULUS_KERNEL(ex, kernels, prefix_sum)(ex, counts_.data(), start_.data(), nown_, temp_.data(), &scan_bytes);
+    std::int64_t total = 0;
+    memory::copy(ex, Backend::host, &total, where, start_.data() + nown_, sizeof(std::int64_t));
+    if (nbr_.size() < static_cast<std::size_t>(total) || nbr_.size() == 0)
+      nbr_ = Buffer<int>(where, std::max<std::size_t>(static_cast<std::size_t>(total + total / 4), 1));
+    CUMULUS_KERNEL(ex, kernels, list_fill)(ex, in, start_.data(), nbr_.data());
+    half_ = false;
+    nslots_ = nown_;
+    pairs_ = static_cast<double>(total);
+    if (s_.rdf_every > 0) {  // the radial distribution function reads the list on the host
+      host_start_.resize(static_cast<std::size_t>(nown_) + 1);
+      memory::copy(ex, Backend::host, host_start_.data(), where, start_.data(), host_start_.size() * sizeof(std::int64_t));
+      host_list_.resize(static_cast<std::size_t>(total));
+      if (total > 0) memory::copy(ex, Backend::host, host_list_.data(), where, nbr_.data(), host_list_.size() * sizeof(int));
+      host_order_.clear();
+    }
+    ++builds_;
+  }
+  // Every per-atom array of the owned atoms reordered: new atom k is old atom perm[k].
+  void permute_owned(const int* perm) {
+    const Exec& ex = ctx_.exec;
+    const Backend where = ex.backend();
+    const int n = nown_;
+    if (n == 0) return;
+    const std::size_t un = static_cast<std::size_t>(n);
+    fit(scratch_f64_, un);
+    fit(scratch_i32_, un);
+    fit(scratch_i64_, un);
+    auto f64 = [&](Buffer<double>& b) {
+      CUMULUS_KERNEL(ex, kernels, gather_f64)(ex, b.data(), scratch_f64_.data(), perm, n);
+      memory::copy(ex, where, b.data(), where, scratch_f64_.data(), un * sizeof(double));
+    };
+    auto i32 = [&](Buffer<int>& b) {
+      CUMULUS_KERNEL(ex, kernels, gather_i32)(ex, b.data(), scratch_i32_.data(), perm, n);
+      memory::copy(ex, where, b.data(), where, scratch_i32_.data(), un * sizeof(int));
+    };
+    for (int d = 0; d < 3; ++d) {
+      f64(x_[d]);
+      f64(v_[d]);
+      i32(img_[d]);
+    }
+    f64(work_);
+    i32(type_);
+    CUMULUS_KERNEL(ex, kernels, gather_i64)(ex, idd_.data(), scratch_i64_.data(), perm, n);
+    memory::copy(ex, where, idd_.data(), where, scratch_i64_.data(), un * sizeof(std::int64_t));
   }
 
   // Owned atoms that left this rank's block go to their new owners (id, position, velocity, image).
@@ -1724,6 +1878,13 @@ class MdModel : public Model {
   bool half_ = false, energies_fresh_ = false;
   int nslots_ = 0;
   Buffer<int> order_;
+  // build_list_kernels(): whether it builds the list, whether the atoms then stay on the backend
+  // between builds (one rank), and its buffers.
+  bool kernel_build_ = false, resident_ = false;
+  Buffer<int> key_in_, key_out_, val_in_, val_out_, bin_start_, scratch_i32_;
+  Buffer<std::int64_t> counts_, scratch_i64_;
+  Buffer<double> scratch_f64_;
+  Buffer<unsigned char> temp_;
   std::vector<std::int64_t> host_start_;
   bool stale_ = false;
 };

@@ -2,6 +2,7 @@
 // Molecular dynamics kernels (pair forces over a full Verlet list, velocity Verlet, Langevin,
 // Nose-Hoover scaling), declared once per backend pass. Atoms are structure-of-arrays: x, y, z
 // each n doubles; types index per-type tables (masses, pair coefficients).
+#include <cstddef>
 #include <cstdint>
 
 #include "core/exec.hpp"
@@ -47,6 +48,27 @@ struct Atoms {
   double box[3] = {0, 0, 0};
 };
 
+// The neighbour list built by kernels (md.neighbor_build = "kernels", the default on CUDA): the
+// atoms' list bins, at least cutoff + skin wide, searched one bin out (all pairs where an axis holds
+// fewer than three).
+struct ListGrid {
+  int nb[3] = {1, 1, 1};
+  double box[3] = {0, 0, 0};
+  double rl2 = 0;
+  bool brute = true;
+};
+// What the list kernels read: positions and global ids of the local atoms (owned first, then
+// ghosts), and the atoms grouped by bin: bin b's atoms are bin_atoms[bin_start[b] .. bin_start[b+1])
+// (bin_atoms null: the atoms themselves are in bin order).
+struct ListInput {
+  const double *x = nullptr, *y = nullptr, *z = nullptr;
+  const std::int64_t* id = nullptr;
+  const int* bin_start = nullptr;
+  const int* bin_atoms = nullptr;
+  int nown = 0, nlocal = 0;
+  ListGrid g;
+};
+
 #define CUMULUS_MD_KERNELS                                                                           \
   void lj_forces(const Exec& ex, const Atoms& a, const LjTable& lj);                                 \
   void lj_forces_half(const Atoms& a, const LjTable& lj);                                             \
@@ -58,7 +80,18 @@ struct Atoms {
   std::int64_t kinetic_fixed(const Exec& ex, const Atoms& a, int part);                               \
   std::int64_t thermo_fixed(const Exec& ex, const Atoms& a, int which, int part);                     \
   double max_displacement2(const Exec& ex, const Atoms& a);                                          \
-  std::int64_t first_bad_atom(const Exec& ex, const Atoms& a);
+  std::int64_t first_bad_atom(const Exec& ex, const Atoms& a);                                       \
+  void bin_keys(const Exec& ex, const ListInput& in, int n, int* key, int* seq);                      \
+  void sort_pairs(const Exec& ex, const int* keys_in, int* keys_out, const int* vals_in, int* vals_out, int n, \
+                  int nbins, void* temp, std::size_t* temp_bytes);                                    \
+  void bin_bounds(const Exec& ex, const int* sorted_keys, int n, int nbins, int* bin_start);          \
+  void prefix_sum(const Exec& ex, const std::int64_t* counts, std::int64_t* start, int n, void* temp,  \
+                  std::size_t* temp_bytes);                                                           \
+  void list_count(const Exec& ex, const ListInput& in, std::int64_t* counts);                         \
+  void list_fill(const Exec& ex, const ListInput& in, const std::int64_t* start, int* neighbors);     \
+  void gather_f64(const Exec& ex, const double* in, double* out, const int* perm, int n);             \
+  void gather_i32(const Exec& ex, const int* in, int* out, const int* perm, int n);                   \
+  void gather_i64(const Exec& ex, const std::int64_t* in, std::int64_t* out, const int* perm, int n);
 CUMULUS_DECLARE_KERNEL_PASSES(kernels, CUMULUS_MD_KERNELS)
 #undef CUMULUS_MD_KERNELS
 

@@ -17,6 +17,7 @@ import numpy as np
 from common import Results, array, run, scratch
 
 N = 40
+K = ["--set", "md.neighbor_build=kernels"]
 ck = "checkpoints/checkpoint_%012d.h5"
 r = Results()
 d = scratch("""solver = "md"
@@ -65,11 +66,14 @@ for job, fields in (("job.toml", ("position", "velocity", "image", "thermostat_w
     ref = "ref_" + job[:-5]
     rc, out = run(["run", job, "--set", f"run.directory={ref}"], d)
     r.check(rc == 0, f"{job}: reference run", out)
-    for first, second in [(1, 1), (2, 3)]:
-        name = f"rs{first}{second}_{job[:-5]}"
-        rc1, out1 = run(["run", job, "--set", f"run.directory={name}", "--set", f"run.end_step={N}"], d, ranks=first)
-        rc2, out2 = run(["run", job, "--set", f"run.directory={name}", "--restart", "auto"], d, ranks=second)
+    # The last two: the list built by kernels (at one rank the atoms stay on the backend and are
+    # re-sorted by bin at each build), against the reference's host-built list.
+    for first, second, how in [(1, 1, []), (2, 3, []), (1, 1, K), (1, 2, K)]:
+        name = f"rs{first}{second}{'k' if how else ''}_{job[:-5]}"
+        rc1, out1 = run(["run", job, "--set", f"run.directory={name}", "--set", f"run.end_step={N}"] + how, d, ranks=first)
+        rc2, out2 = run(["run", job, "--set", f"run.directory={name}", "--restart", "auto"] + how, d, ranks=second)
         ok = rc == 0 and rc1 == 0 and rc2 == 0 and f"checkpoint_{N:012d}.h5" in out2
+        first = f"{first}{' (kernel-built list)' if how else ''}"
         r.check(ok, f"{job}: N steps on {first} rank(s), then restart to 2N on {second}", out1 + out2)
         if ok:
             for field in fields:

@@ -169,17 +169,51 @@ TEST_P(MdRanks, ShuffledIdsAtAnyRankCount) {
   world.barrier();
   const Config cfg = md_config("[md]\ndata_file = \"" + path + "\"\ntemperature = 3.0\n");
   const std::vector<double> distributed = run_md(cfg, world, ex);
-  std::int64_t differ = 0;
+  // The same with the list built by kernels (their per-atom id sort has real work to do here).
+  const std::vector<double> by_kernels =
+      run_md(md_config("[md]\ndata_file = \"" + path + "\"\ntemperature = 3.0\nneighbor_build = \"kernels\"\n"), world, ex);
+  std::int64_t differ = 0, differ_kernels = 0;
   if (world.is_root()) {
     omp_set_num_threads(2);
     const std::vector<double> serial = run_md(cfg, Comm::self(), ex);
     omp_set_num_threads(1);
     differ = serial == distributed ? 0 : 1;
+    differ_kernels = serial == by_kernels ? 0 : 1;
     EXPECT_FALSE(serial.empty());
   }
   EXPECT_EQ(world.sum(differ), 0) << "shuffled ids: trajectories differ between " << world.size() << " ranks and 1 rank";
+  EXPECT_EQ(world.sum(differ_kernels), 0) << "shuffled ids, kernel-built list: trajectories differ between "
+                                          << world.size() << " ranks and 1 rank";
   world.barrier();
   if (world.is_root()) std::remove(path.c_str());
+}
+
+// The list built by kernels (binning by radix sort, count, prefix sum, fill: the default on CUDA)
+// against the host builder: the same bits at any rank count. At one rank the kernel path keeps the
+// atoms on the backend and re-sorts them by bin at every build; at several it builds over owned
+// atoms and ghosts. The shuffled-id data file makes the per-atom id sort do real work.
+TEST_P(MdRanks, KernelBuiltListGivesTheSameBits) {
+  CUMULUS_EXEC_OR_SKIP(ex, GetParam());
+  const Comm world = Comm::world();
+  auto builder = [](std::string extra, const char* who) {
+    const std::string head = "[md]\n";
+    return extra.replace(extra.find(head), head.size(), head + "neighbor_build = \"" + who + "\"\n");
+  };
+  for (const char* extra : {kCases[0], kCases[3]}) {
+    std::vector<double> thermo_kernels, thermo_host;
+    const std::vector<double> built = run_md(md_config(builder(extra, "kernels")), world, ex, &thermo_kernels);
+    std::int64_t differ = 0;
+    if (world.is_root()) {
+      omp_set_num_threads(2);
+      const std::vector<double> reference = run_md(md_config(builder(extra, "host")), Comm::self(), ex, &thermo_host);
+      omp_set_num_threads(1);
+      differ = reference == built ? 0 : 1;
+      EXPECT_FALSE(reference.empty());
+      EXPECT_TRUE(thermo_kernels == thermo_host) << "thermo output of the kernel-built list differs at " << world.size()
+                                                 << " ranks: " << extra;
+    }
+    EXPECT_EQ(world.sum(differ), 0) << "kernel-built list: trajectory differs at " << world.size() << " ranks: " << extra;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, MdRanks, ::testing::ValuesIn(built_backends()), backend_name);
