@@ -1285,6 +1285,7 @@ class MdModel : public Model {
       }
     }
     nghost_ = static_cast<int>(gid.size());
+    if (np_ > 1 && (ex.backend() != Backend::host || kernel_build_)) upload_send_index();
     const int nlocal = nown_ + nghost_;
     std::vector<double> lx[3];
     for (int d = 0; d < 3; ++d) {
@@ -1779,24 +1780,15 @@ class MdModel : public Model {
   }
 
   // Every step between rebuilds: the ghosts' new positions from their owners (same lists, so the
-  // counts are known from the build: one MPI_Alltoallv, buffers reused, and on the host packed from
-  // and unpacked into the position arrays directly).
+  // counts are known from the build: one MPI_Alltoallv, buffers reused). The host builder's runs
+  // pack from and unpack into the position arrays directly; otherwise (CUDA, or kernel-built lists)
+  // kernels pack the sent atoms on the backend and unpack the arrivals there, so only the ghost
+  // data crosses to the host and back (MPI here is not assumed to be CUDA-aware).
   void forward_ghosts() {
     if (np_ == 1) return;
     ScopedTimer timer("md.ghosts");
     const Exec& ex = ctx_.exec;
-    const bool host = ex.backend() == Backend::host;
-    const double* src[3];
-    for (int d = 0; d < 3; ++d) {
-      if (host) {
-        src[d] = x_[d].data();
-        continue;
-      }
-      fwd_own_[d].resize(static_cast<std::size_t>(nown_));
-      if (nown_ > 0)
-        memory::copy(ex, Backend::host, fwd_own_[d].data(), ex.backend(), x_[d].data(), sizeof(double) * static_cast<std::size_t>(nown_));
-      src[d] = fwd_own_[d].data();
-    }
+    const bool direct = ex.backend() == Backend::host && !kernel_build_;
     const std::size_t P = static_cast<std::size_t>(np_);
     fwd_scount_.assign(P, 0);
     fwd_rcount_.assign(P, 0);
@@ -1808,20 +1800,30 @@ class MdModel : public Model {
       fwd_sdisp_[r + 1] = fwd_sdisp_[r] + fwd_scount_[r];
       fwd_rdisp_[r + 1] = fwd_rdisp_[r] + fwd_rcount_[r];
     }
-    fwd_send_.resize(static_cast<std::size_t>(fwd_sdisp_[P]));
-    fwd_recv_.resize(static_cast<std::size_t>(fwd_rdisp_[P]));
-    double* out = fwd_send_.data();
-    for (std::size_t r = 0; r < P; ++r)
-      for (int i : send_lists_[r]) {
-        *out++ = src[0][i];
-        *out++ = src[1][i];
-        *out++ = src[2][i];
-      }
+    const std::size_t nsend = static_cast<std::size_t>(fwd_sdisp_[P]), nrecv = static_cast<std::size_t>(fwd_rdisp_[P]);
+    fwd_send_.resize(nsend);
+    fwd_recv_.resize(nrecv);
+    if (direct) {
+      const double* const x = x_[0].data();
+      const double* const y = x_[1].data();
+      const double* const z = x_[2].data();
+      double* out = fwd_send_.data();
+      for (std::size_t r = 0; r < P; ++r)
+        for (int i : send_lists_[r]) {
+          *out++ = x[i];
+          *out++ = y[i];
+          *out++ = z[i];
+        }
+    } else if (nsend > 0) {
+      CUMULUS_KERNEL(ex, kernels, pack_positions)(ex, atoms(), send_index_.data(), static_cast<int>(nsend / 3),
+                                                  fwd_dev_.data());
+      memory::copy(ex, Backend::host, fwd_send_.data(), ex.backend(), fwd_dev_.data(), nsend * sizeof(double));
+    }
     mpi_check(MPI_Alltoallv(fwd_send_.data(), fwd_scount_.data(), fwd_sdisp_.data(), MPI_DOUBLE, fwd_recv_.data(),
                             fwd_rcount_.data(), fwd_rdisp_.data(), MPI_DOUBLE, ctx_.comm.raw()),
               "MPI_Alltoallv");
     const double* in = fwd_recv_.data();
-    if (host) {
+    if (direct) {
       double* const gx = x_[0].data() + nown_;
       double* const gy = x_[1].data() + nown_;
       double* const gz = x_[2].data() + nown_;
@@ -1832,15 +1834,23 @@ class MdModel : public Model {
       }
       return;
     }
-    std::vector<double>& g = fwd_own_[0];  // reused as the staging buffer
-    g.resize(static_cast<std::size_t>(nghost_));
-    for (int d = 0; d < 3; ++d) {
-      for (int k = 0; k < nghost_; ++k) g[static_cast<std::size_t>(k)] = in[3 * static_cast<std::size_t>(k) + d];
-      if (nghost_ > 0)
-        memory::copy(ex, ex.backend(), x_[d].data() + nown_, Backend::host, g.data(), sizeof(double) * static_cast<std::size_t>(nghost_));
+    if (nghost_ > 0) {
+      memory::copy(ex, ex.backend(), fwd_dev_.data(), Backend::host, in, nrecv * sizeof(double));
+      CUMULUS_KERNEL(ex, kernels, unpack_positions)(ex, atoms(), fwd_dev_.data(), nown_, nghost_);
     }
   }
-  std::vector<double> fwd_own_[3], fwd_send_, fwd_recv_;  // forward_ghosts' buffers
+  // forward_ghosts' index of the atoms sent (all peers, in rank order) and staging on the backend.
+  void upload_send_index() {
+    std::vector<int> all;
+    for (const auto& l : send_lists_) all.insert(all.end(), l.begin(), l.end());
+    fit(send_index_, std::max<std::size_t>(all.size(), 1));
+    if (!all.empty())
+      memory::copy(ctx_.exec, ctx_.exec.backend(), send_index_.data(), Backend::host, all.data(), all.size() * sizeof(int));
+    fit(fwd_dev_, 3 * std::max<std::size_t>({all.size(), static_cast<std::size_t>(nghost_), 1}));
+  }
+  Buffer<int> send_index_;
+  Buffer<double> fwd_dev_;
+  std::vector<double> fwd_send_, fwd_recv_;  // forward_ghosts' buffers
   std::vector<int> fwd_scount_, fwd_rcount_, fwd_sdisp_, fwd_rdisp_;
 
   Context ctx_;

@@ -659,5 +659,24 @@ void gather_i64(const Exec& ex, const std::int64_t* in, std::int64_t* out, const
   for_each(ex, "md.neighbor_kernels", Box(0, 0, 0, n, 1, 1), [=] CUMULUS_HD(int k, int, int) { out[k] = in[perm[k]]; });
 }
 
+
+// Ghost positions every step, on the backend: the owned atoms others need, three coordinates each
+// (out[3k .. 3k + 2] = atom idx[k]), and what arrived, into atoms first .. first + n - 1.
+void pack_positions(const Exec& ex, const Atoms& a, const int* idx, int n, double* out) {
+  for_each(ex, "md.ghosts", Box(0, 0, 0, n, 1, 1), [=] CUMULUS_HD(int k, int, int) {
+    const int i = idx[k];
+    out[3 * k] = a.x[i];
+    out[3 * k + 1] = a.y[i];
+    out[3 * k + 2] = a.z[i];
+  });
+}
+void unpack_positions(const Exec& ex, const Atoms& a, const double* in, int first, int n) {
+  for_each(ex, "md.ghosts", Box(0, 0, 0, n, 1, 1), [=] CUMULUS_HD(int k, int, int) {
+    a.x[first + k] = in[3 * k];
+    a.y[first + k] = in[3 * k + 1];
+    a.z[first + k] = in[3 * k + 2];
+  });
+}
+
 }  // namespace kernels::CUMULUS_PASS
 }  // namespace cumulus::md

@@ -91,7 +91,9 @@ struct ListInput {
   void list_fill(const Exec& ex, const ListInput& in, const std::int64_t* start, int* neighbors);     \
   void gather_f64(const Exec& ex, const double* in, double* out, const int* perm, int n);             \
   void gather_i32(const Exec& ex, const int* in, int* out, const int* perm, int n);                   \
-  void gather_i64(const Exec& ex, const std::int64_t* in, std::int64_t* out, const int* perm, int n);
+  void gather_i64(const Exec& ex, const std::int64_t* in, std::int64_t* out, const int* perm, int n);   \
+  void pack_positions(const Exec& ex, const Atoms& a, const int* idx, int n, double* out);            \
+  void unpack_positions(const Exec& ex, const Atoms& a, const double* in, int first, int n);
 CUMULUS_DECLARE_KERNEL_PASSES(kernels, CUMULUS_MD_KERNELS)
 #undef CUMULUS_MD_KERNELS
 
