@@ -87,6 +87,13 @@ Exec select_backend(const std::string& request, int local_rank, std::string* why
 #ifdef CUMULUS_HAVE_CUDA
   const int device = local_rank % devices;
   cuda_check(cudaSetDevice(device), "cudaSetDevice");
+  // Reductions take their scratch from the device's stream-ordered pool (exec.hpp): keep what the
+  // pool has reserved instead of returning it to the driver at every synchronisation.
+  cudaMemPool_t pool = nullptr;
+  if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
+    std::uint64_t keep = UINT64_MAX;
+    cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+  }
   cudaStream_t s = nullptr;
   cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
   if (why)

@@ -4,6 +4,7 @@
 // OpenMP loop; which one is decided at run time by the Exec it is launched on.
 #include <cstdint>
 #include <limits>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "core/macros.hpp"
 
 #if CUMULUS_COMPILING_CUDA
+#include <cuda_runtime.h>
 #include <thrust/execution_policy.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/transform_reduce.h>
@@ -92,6 +94,20 @@ __global__ void for_each_kernel(Box box, std::int64_t n, F body) {
     body(box.lo[0] + i, box.lo[1] + j, box.lo[2] + k);
   }
 }
+
+// Thrust's scratch from the stream-ordered pool (cudaMallocAsync; select_backend keeps the pool's
+// memory): its default allocator calls cudaMalloc and cudaFree, which synchronises the whole device,
+// on every reduction, and molecular dynamics reduces every step (the list check).
+struct StreamScratch {
+  using value_type = char;
+  cudaStream_t stream;
+  char* allocate(std::ptrdiff_t n) {
+    void* p = nullptr;
+    if (cudaMallocAsync(&p, static_cast<std::size_t>(n), stream) != cudaSuccess) throw std::bad_alloc();
+    return static_cast<char*>(p);
+  }
+  void deallocate(char* p, std::size_t) { cudaFreeAsync(p, stream); }
+};
 
 // Maps a linear index to the body's value at the corresponding cell (for thrust reductions).
 template <class T, class F>
@@ -197,7 +213,8 @@ T reduce(const Exec& ex, const char* label, const Box& box, T init, Op op, F bod
   if (ex.is_cuda()) {
 #if CUMULUS_COMPILING_CUDA
     thrust::counting_iterator<std::int64_t> first(0);
-    T r = thrust::transform_reduce(thrust::cuda::par.on(ex.stream()), first, first + box.volume(),
+    detail::StreamScratch scratch{ex.stream()};
+    T r = thrust::transform_reduce(thrust::cuda::par(scratch).on(ex.stream()), first, first + box.volume(),
                                    detail::LinearApply<T, F>{box, body}, init, op);
     detail::check_cuda_launch(label);
     return r;
