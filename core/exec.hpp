@@ -129,11 +129,12 @@ struct LinearApply {
 // Small boxes (halo faces) run serially: a parallel region costs more than they do. The body is
 // copied per thread: the compiler then knows the captured views and constants do not change inside
 // the loop, and keeps them in registers.
-#define CUMULUS_DETAIL_HOST_LOOP(box_, body_)                                                           \
+#define CUMULUS_DETAIL_HOST_LOOP(box_, body_) CUMULUS_DETAIL_HOST_LOOP_W(box_, body_, 1)
+#define CUMULUS_DETAIL_HOST_LOOP_W(box_, body_, weight_)                                               \
   {                                                                                                 \
     const int i0_ = (box_).lo[0], i1_ = (box_).hi[0], j0_ = (box_).lo[1], j1_ = (box_).hi[1];        \
     const int k0_ = (box_).lo[2], k1_ = (box_).hi[2];                                               \
-    const bool parallel_ = (box_).volume() > 32768;                                                 \
+    const bool parallel_ = (box_).volume() * (weight_) > 32768;                                     \
     _Pragma("omp parallel if (parallel_)") {                                                        \
       const auto local_ = (body_);                                                                  \
       _Pragma("omp for collapse(2) schedule(static)") for (int k = k0_; k < k1_; ++k) for (int j = j0_; j < j1_; ++j) \
@@ -142,9 +143,12 @@ struct LinearApply {
   }
 
 // Runs body(i, j, k) for every cell of `box`, in no particular order. `label` names the kernel in
-// the timing table. Asynchronous on CUDA (ordered on the Exec's stream).
+// the timing table. Asynchronous on CUDA (ordered on the Exec's stream). On the host, boxes of up
+// to 32768 cells run on one thread (a parallel region costs more than they do); `weight` counts
+// the elements a body moves per cell where that is many (halo copies of several components), so
+// that such boxes still spread over the threads.
 template <class F>
-void for_each(const Exec& ex, const char* label, const Box& box, F body) {
+void for_each(const Exec& ex, const char* label, const Box& box, F body, std::int64_t weight = 1) {
   if (box.empty()) return;
   detail::KernelTimer<F> timer(ex, label);
   if (ex.is_cuda()) {
@@ -159,7 +163,7 @@ void for_each(const Exec& ex, const char* label, const Box& box, F body) {
     detail::throw_not_compiled_for_cuda(label);
 #endif
   }
-  CUMULUS_DETAIL_HOST_LOOP(box, body)
+  CUMULUS_DETAIL_HOST_LOOP_W(box, body, weight)
 }
 
 namespace detail {

@@ -7,6 +7,13 @@
 namespace cumulus {
 
 namespace halo_kernels::CUMULUS_PASS {
+namespace {
+int components(std::uint32_t mask) {
+  int n = 0;
+  for (; mask; mask &= mask - 1) ++n;
+  return n;
+}
+}  // namespace
 // Free functions (not members): nvcc accepts extended lambdas only in public or free functions.
 // Components are packed in order, skipping those not in the mask (bit c: component c).
 template <class T>
@@ -19,7 +26,7 @@ void pack_box(const Exec& ex, const char* label, const View<T>& v, const Box& b,
     std::int64_t n = 0;
     for (int c = 0; c < ncomp; ++c)
       if ((mask >> c) & 1u) buf[(n++) * vol + idx] = v(i, j, k, c);
-  });
+  }, components(mask));
 }
 template <class T>
 void copy_shifted(const Exec& ex, const char* label, const View<T>& v, const Box& b, const Index3& shift, int ncomp,
@@ -28,7 +35,7 @@ void copy_shifted(const Exec& ex, const char* label, const View<T>& v, const Box
   for_each(ex, label, b, [=] CUMULUS_HD(int i, int j, int k) {
     for (int c = 0; c < ncomp; ++c)
       if ((mask >> c) & 1u) v(i, j, k, c) = v(i + s0, j + s1, k + s2, c);
-  });
+  }, components(mask));
 }
 template <class T>
 void unpack_box(const Exec& ex, const char* label, const View<T>& v, const Box& b, int ncomp, std::uint32_t mask,
@@ -41,7 +48,7 @@ void unpack_box(const Exec& ex, const char* label, const View<T>& v, const Box& 
     std::int64_t n = 0;
     for (int c = 0; c < ncomp; ++c)
       if ((mask >> c) & 1u) v(i, j, k, c) = buf[(n++) * vol + idx];
-  });
+  }, components(mask));
 }
 // Both x faces of a periodic axis that is not split, in one pass over the rows: the low ghosts
 // take the row's last cells and the high ghosts its first, so each row end is touched once (two
@@ -57,7 +64,7 @@ void wrap_x(const Exec& ex, const char* label, const View<T>& v, const Box& inte
         if ((lo_mask >> c) & 1u) v(lo - g, j, k, c) = v(hi - g, j, k, c);
         if ((hi_mask >> c) & 1u) v(hi + g - 1, j, k, c) = v(lo + g - 1, j, k, c);
       }
-  });
+  }, static_cast<std::int64_t>(ghost) * (components(lo_mask) + components(hi_mask)));
 }
 #define CUMULUS_INSTANTIATE_HALO_KERNELS(T)                                                                     \
   template void pack_box<T>(const Exec&, const char*, const View<T>&, const Box&, int, std::uint32_t, T*);     \
