@@ -82,15 +82,18 @@ struct KernelTimer {
 };
 
 #if CUMULUS_COMPILING_CUDA
+// 32-bit index arithmetic: a 64-bit division or remainder is a long emulated sequence on the GPU,
+// two per cell; for_each launches boxes of more than 2^30 cells in slabs along k instead.
 template <class F>
-__global__ void for_each_kernel(Box box, std::int64_t n, F body) {
+__global__ void for_each_kernel(Box box, int n, F body) {
   const int ni = box.size(0), nj = box.size(1);
-  for (std::int64_t idx = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; idx < n;
-       idx += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
-    const int i = static_cast<int>(idx % ni);
-    const std::int64_t r = idx / ni;
-    const int j = static_cast<int>(r % nj);
-    const int k = static_cast<int>(r / nj);
+  const unsigned stride = blockDim.x * gridDim.x;
+  for (unsigned idx = blockIdx.x * blockDim.x + threadIdx.x; idx < static_cast<unsigned>(n); idx += stride) {
+    const int cell = static_cast<int>(idx);
+    const int i = cell % ni;
+    const int r = cell / ni;
+    const int j = r % nj;
+    const int k = r / nj;
     body(box.lo[0] + i, box.lo[1] + j, box.lo[2] + k);
   }
 }
@@ -153,10 +156,19 @@ void for_each(const Exec& ex, const char* label, const Box& box, F body, std::in
   detail::KernelTimer<F> timer(ex, label);
   if (ex.is_cuda()) {
 #if CUMULUS_COMPILING_CUDA
-    const std::int64_t n = box.volume();
     constexpr int block = 256;
-    const std::int64_t blocks = std::min<std::int64_t>((n + block - 1) / block, 1 << 20);
-    detail::for_each_kernel<<<static_cast<unsigned>(blocks), block, 0, ex.stream()>>>(box, n, body);
+    constexpr std::int64_t kMaxCells = std::int64_t{1} << 30;
+    const std::int64_t plane = static_cast<std::int64_t>(box.size(0)) * box.size(1);
+    if (plane > kMaxCells) throw Error(std::string(label) + ": a box plane of more than 2^30 cells on CUDA");
+    const int slab = static_cast<int>(std::max<std::int64_t>(1, kMaxCells / plane));  // k-planes per launch
+    for (int k0 = box.lo[2]; k0 < box.hi[2]; k0 += slab) {
+      Box part = box;
+      part.lo[2] = k0;
+      part.hi[2] = std::min(box.hi[2], k0 + slab);
+      const std::int64_t n = part.volume();
+      const std::int64_t blocks = std::min<std::int64_t>((n + block - 1) / block, 1 << 20);
+      detail::for_each_kernel<<<static_cast<unsigned>(blocks), block, 0, ex.stream()>>>(part, static_cast<int>(n), body);
+    }
     detail::check_cuda_launch(label);
     return;
 #else

@@ -16,3 +16,11 @@
 #else
 #define CUMULUS_INLINE inline __attribute__((always_inline))
 #endif
+
+// The same for a lambda inside such a helper (GCC's inliner otherwise gives up on some of a
+// fully unrolled loop's lambdas in large translation units). nvcc inlines device lambdas itself.
+#if defined(__CUDACC__)
+#define CUMULUS_LAMBDA_INLINE
+#else
+#define CUMULUS_LAMBDA_INLINE __attribute__((always_inline))
+#endif
