@@ -332,7 +332,89 @@ void lj_forces_half(const Atoms& a, const LjTable& lj) {
   }
 }
 
+#if !defined(__CUDACC__)
+namespace {
+// The full list on the host (several threads): each atom's terms a chunk of neighbours at a time,
+// vectorised as in the half list, then added in list order: PairSum::add's operations in its order,
+// so the bits of the plain loop below, which ran 6x slower per pair (the neighbour loop, inside the
+// vectorised loop over atoms, went scalar through gathers). Energies and virials only when asked.
+void lj_forces_full_host(const Atoms& a, const LjTable& lj) {
+#if defined(__x86_64__)
+  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
+#endif
+  const bool energy = a.energy;
+#pragma omp parallel
+  {
+    Chunk k;
+#pragma omp for schedule(static)
+    for (int i = 0; i < a.n; ++i) {
+      const double xi = a.x[i], yi = a.y[i], zi = a.z[i];
+      const LjCoefficients* row = lj.c + (lj.ntypes == 1 ? 0 : a.type[i] * lj.ntypes);
+      PairSum si;
+      for (std::int64_t k0 = a.start[i]; k0 < a.start[i + 1]; k0 += kChunk) {
+        const int m = static_cast<int>(a.start[i + 1] - k0 < kChunk ? a.start[i + 1] - k0 : kChunk);
+        const int* const nb = a.neighbors + k0;
+        bool done = false;
+#if defined(__x86_64__)
+        if (lj.ntypes == 1 && avx512) {
+          pair_terms_one_gather(m, nb, a.x, a.y, a.z, xi, yi, zi, a.box, row[0], energy, k);
+          done = true;
+        }
+#endif
+        if (!done) {
+          for (int q = 0; q < padded(m); ++q) {  // padding lanes: copies of the last, never read back
+            const int j = nb[q < m ? q : m - 1];
+            k.x[q] = a.x[j];
+            k.y[q] = a.y[j];
+            k.z[q] = a.z[j];
+          }
+          if (lj.ntypes == 1) {
+            pair_terms_one(m, xi, yi, zi, a.box, row[0], energy, k);
+          } else {
+            for (int q = 0; q < padded(m); ++q) {
+              const LjCoefficients& c = row[a.type[nb[q < m ? q : m - 1]]];
+              k.cut2[q] = c.cut2;
+              k.lj1[q] = c.lj1;
+              k.lj2[q] = c.lj2;
+              k.lj3[q] = c.lj3;
+              k.lj4[q] = c.lj4;
+              k.off[q] = c.offset;
+            }
+            pair_terms_many(m, xi, yi, zi, a.box, energy, k);
+          }
+        }
+        for (int q = 0; q < m; ++q) {
+          si.fx += k.tx[q];
+          si.fy += k.ty[q];
+          si.fz += k.tz[q];
+        }
+        if (energy)
+          for (int q = 0; q < m; ++q) {
+            si.pe += k.te[q];
+            si.vir += k.tv[q];
+          }
+      }
+      a.fx[i] = si.fx;
+      a.fy[i] = si.fy;
+      a.fz[i] = si.fz;
+      if (energy) {
+        a.pe[i] = 0.5 * si.pe;
+        a.virial[i] = 0.5 * si.vir;
+      }
+    }
+  }
+}
+}  // namespace
+#endif
+
 void lj_forces(const Exec& ex, const Atoms& a, const LjTable& lj) {
+#if !defined(__CUDACC__)
+  if (!ex.is_cuda()) {
+    detail::KernelTimer<int> timer(ex, "md.forces");
+    lj_forces_full_host(a, lj);
+    return;
+  }
+#endif
   for_each(ex, "md.forces", Box(0, 0, 0, a.n, 1, 1), [=] CUMULUS_HD(int i, int, int) {
     const double xi = a.x[i], yi = a.y[i], zi = a.z[i];
     PairSum s;
