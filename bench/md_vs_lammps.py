@@ -103,8 +103,12 @@ def main():
                 t_c = min(cumulus(binary, work, a.steps, ranks, every, check) for _ in range(a.repeats))
                 n = 32000 * a.steps
                 ratio = (n / t_c) / (n / t_l)
-                print(f"  {ranks:>5} {n / t_l:>20.3e} {n / t_c:>21.3e} {ratio:>17.3f}   target >= 1.5: "
-                      f"{'PASS' if ratio >= 1.5 else 'BELOW TARGET'}")
+                # Issue #5's target is set on in.lj as shipped (the first protocol); the safe one
+                # is printed against the same figure for comparison only.
+                verdict = ("PASS" if ratio >= 1.5 else "BELOW TARGET") if every == 20 else \
+                          ("above 1.5" if ratio >= 1.5 else "below 1.5") + " (no target for this protocol)"
+                label = "issue #5 target >= 1.5: " if every == 20 else ""
+                print(f"  {ranks:>5} {n / t_l:>20.3e} {n / t_c:>21.3e} {ratio:>17.3f}   {label}{verdict}")
     except RuntimeError as e:
         print(f"md_vs_lammps: {e}")
         return 1
