@@ -183,6 +183,48 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void pair_terms_man
     }
   }
 }
+inline bool has_avx512() {
+#if defined(__x86_64__)
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
+#else
+  return false;
+#endif
+}
+// The terms of one chunk of atom (xi, yi, zi)'s neighbours nb[0 .. m) into k.tx .. k.tv (row: its
+// row of the pair table): the AVX-512 gather for one type where the CPU has it, else the partners
+// gathered into k (padding lanes copy the last, never read back) and the portable loops. Both
+// force loops (half list and full list) take their terms from here.
+inline void chunk_terms(int m, const int* nb, const Atoms& a, double xi, double yi, double zi,
+                        const LjCoefficients* row, int ntypes, bool avx512, Chunk& k) {
+#if defined(__x86_64__)
+  if (ntypes == 1 && avx512) {
+    pair_terms_one_gather(m, nb, a.x, a.y, a.z, xi, yi, zi, a.box, row[0], a.energy, k);
+    return;
+  }
+#else
+  (void)avx512;
+#endif
+  for (int q = 0; q < padded(m); ++q) {
+    const int j = nb[q < m ? q : m - 1];
+    k.x[q] = a.x[j];
+    k.y[q] = a.y[j];
+    k.z[q] = a.z[j];
+  }
+  if (ntypes == 1) {
+    pair_terms_one(m, xi, yi, zi, a.box, row[0], a.energy, k);
+    return;
+  }
+  for (int q = 0; q < padded(m); ++q) {
+    const LjCoefficients& c = row[a.type[nb[q < m ? q : m - 1]]];
+    k.cut2[q] = c.cut2;
+    k.lj1[q] = c.lj1;
+    k.lj2[q] = c.lj2;
+    k.lj3[q] = c.lj3;
+    k.lj4[q] = c.lj4;
+    k.off[q] = c.offset;
+  }
+  pair_terms_many(m, xi, yi, zi, a.box, a.energy, k);
+}
 }  // namespace
 #endif
 
@@ -216,9 +258,7 @@ void lj_forces_half(const Atoms& a, const LjTable& lj) {
   const bool energy = a.energy;
 #if !defined(__CUDACC__)
   Chunk k;
-#if defined(__x86_64__)
-  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
-#endif
+  static const bool avx512 = has_avx512();
 #endif
   for (int s = 0; s < a.nslots; ++s) {
     const int i = a.order[s];
@@ -237,38 +277,7 @@ void lj_forces_half(const Atoms& a, const LjTable& lj) {
     for (std::int64_t k0 = a.start[s]; k0 < a.start[s + 1]; k0 += kChunk) {
       const int m = static_cast<int>(a.start[s + 1] - k0 < kChunk ? a.start[s + 1] - k0 : kChunk);
       const int* const __restrict nb = a.neighbors + k0;
-#if defined(__x86_64__)
-      if (lj.ntypes == 1 && avx512) {
-        pair_terms_one_gather(m, nb, x, y, z, xi, yi, zi, a.box, row[0], energy, k);
-        goto sums;
-      }
-#endif
-      for (int q = 0; q < m; ++q) {
-        const int j = nb[q];
-        k.x[q] = x[j];
-        k.y[q] = y[j];
-        k.z[q] = z[j];
-      }
-      for (int q = m; q < padded(m); ++q) {  // padding lanes: finite, never read back
-        k.x[q] = k.x[m - 1];
-        k.y[q] = k.y[m - 1];
-        k.z[q] = k.z[m - 1];
-      }
-      if (lj.ntypes == 1) {
-        pair_terms_one(m, xi, yi, zi, a.box, row[0], energy, k);
-      } else {
-        for (int q = 0; q < padded(m); ++q) {
-          const LjCoefficients& c = row[a.type[nb[q < m ? q : m - 1]]];
-          k.cut2[q] = c.cut2;
-          k.lj1[q] = c.lj1;
-          k.lj2[q] = c.lj2;
-          k.lj3[q] = c.lj3;
-          k.lj4[q] = c.lj4;
-          k.off[q] = c.offset;
-        }
-        pair_terms_many(m, xi, yi, zi, a.box, energy, k);
-      }
-    sums:
+      chunk_terms(m, nb, a, xi, yi, zi, row, lj.ntypes, avx512, k);
       if (energy) {
         for (int q = 0; q < m; ++q) {
           si.fx += k.tx[q];
@@ -339,9 +348,7 @@ namespace {
 // so the bits of the plain loop below, which ran 6x slower per pair (the neighbour loop, inside the
 // vectorised loop over atoms, went scalar through gathers). Energies and virials only when asked.
 void lj_forces_full_host(const Atoms& a, const LjTable& lj) {
-#if defined(__x86_64__)
-  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
-#endif
+  static const bool avx512 = has_avx512();
   const bool energy = a.energy;
 #pragma omp parallel
   {
@@ -354,35 +361,7 @@ void lj_forces_full_host(const Atoms& a, const LjTable& lj) {
       for (std::int64_t k0 = a.start[i]; k0 < a.start[i + 1]; k0 += kChunk) {
         const int m = static_cast<int>(a.start[i + 1] - k0 < kChunk ? a.start[i + 1] - k0 : kChunk);
         const int* const nb = a.neighbors + k0;
-        bool done = false;
-#if defined(__x86_64__)
-        if (lj.ntypes == 1 && avx512) {
-          pair_terms_one_gather(m, nb, a.x, a.y, a.z, xi, yi, zi, a.box, row[0], energy, k);
-          done = true;
-        }
-#endif
-        if (!done) {
-          for (int q = 0; q < padded(m); ++q) {  // padding lanes: copies of the last, never read back
-            const int j = nb[q < m ? q : m - 1];
-            k.x[q] = a.x[j];
-            k.y[q] = a.y[j];
-            k.z[q] = a.z[j];
-          }
-          if (lj.ntypes == 1) {
-            pair_terms_one(m, xi, yi, zi, a.box, row[0], energy, k);
-          } else {
-            for (int q = 0; q < padded(m); ++q) {
-              const LjCoefficients& c = row[a.type[nb[q < m ? q : m - 1]]];
-              k.cut2[q] = c.cut2;
-              k.lj1[q] = c.lj1;
-              k.lj2[q] = c.lj2;
-              k.lj3[q] = c.lj3;
-              k.lj4[q] = c.lj4;
-              k.off[q] = c.offset;
-            }
-            pair_terms_many(m, xi, yi, zi, a.box, energy, k);
-          }
-        }
+        chunk_terms(m, nb, a, xi, yi, zi, row, lj.ntypes, avx512, k);
         for (int q = 0; q < m; ++q) {
           si.fx += k.tx[q];
           si.fy += k.ty[q];
