@@ -230,7 +230,10 @@ void stream_collide_half_rows(const View<std::uint16_t>& src, const View<std::ui
   const int lo = box.lo[0], n = box.size(0), w = n + 2;
 #pragma omp parallel if (box.volume() > 32768)
   {
-    std::vector<float> in(static_cast<std::size_t>(L::Q) * w), out(static_cast<std::size_t>(L::Q) * n);
+    // Each thread's row buffers, kept across steps (no allocation in the time loop).
+    thread_local std::vector<float> in, out;
+    in.resize(static_cast<std::size_t>(L::Q) * w);
+    out.resize(static_cast<std::size_t>(L::Q) * n);
     View<float> vin, vout;
     vin.data = in.data();
     vin.lo0 = lo - 1;
