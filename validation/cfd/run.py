@@ -13,12 +13,13 @@ Cases (job files in cases/, reference numbers and their sources in reference.md 
                  (Ghia's near-wall v differs from it by up to 0.0185 U), Ghia reported.
   cylinder_2d1   Schaefer & Turek (1996) 2D-1 (Re 20): cD, cL, dp inside the published ranges.
   cylinder_2d2   Schaefer & Turek 2D-2 (Re 100): max cD, max cL, Strouhal number from the lift.
-  cylinder_3d1z  Schaefer & Turek 3D-1Z (Re 20, D3Q19): cD within 2 % of 6.18533.
+  cylinder_3d1z  Schaefer & Turek 3D-1Z (Re 20, D3Q19): cD within 2 % of 6.18533, at the lowest lattice
+                 speed run and in the incompressible limit (a line in u_lat^2 through three speeds).
 
 Each case prints its error measures and PASS/FAIL per target and draws a PNG under --out; the script
 exits 1 if any target fails (or a run fails). --quick runs a cheap subset at coarse resolution, with
 tolerances that are regression bands around values measured by this script (for CI, about 30 s);
-the full set is the validation (about 10 minutes on 2 cores). See README.md.
+the full set is the validation (about 17 minutes with --threads 2 here). See README.md.
 
 Run with /usr/bin/python3 (needs numpy, h5py and matplotlib):
     /usr/bin/python3 validation/cfd/run.py [build/cumulus] [--out DIR] [--quick] [--case NAME ...]
@@ -474,7 +475,10 @@ CYL_2D2 = {  # BGK: see cases/cylinder_2d2.toml (TRT diverges at the inlet at ta
 }
 CYL_3D1Z = {
     "quick": [],
-    "full": [(10, 0.05, 22.0, 12.0)],
+    # Three lattice speeds at D = 10: the weak compressibility of the long duct moves cD in proportion
+    # to the lattice speed squared (+3.4 % at 0.05, +1.7 % at 0.035); the fit cD = c0 + c2 u^2 gives the
+    # incompressible limit c0, the quantity the benchmark defines (README).
+    "full": [(10, 0.05, 22.0, 12.0), (10, 0.0425, 22.0, 12.0), (10, 0.035, 22.0, 12.0)],
 }
 CYL_WINDOW = 4.0    # s averaged at the end of the steady 2D-1 runs
 CYL3_WINDOW = 8.0   # s averaged at the end of the 3D-1Z run
@@ -686,27 +690,43 @@ def case_cylinder_3d1z(ctx, res):
                     f"{'dp':>8} {'osc cD':>8} {'periods':>7} {'wall s':>7}")
     for dcells, ul, end, ramp in specs:
         nx, ny = 25 * dcells, round(4.1 * dcells)
-        d = os.path.join(ctx.out, f"cylinder_3d1z_d{dcells}")
+        d = os.path.join(ctx.out, f"cylinder_3d1z_d{dcells}_u{ul:g}")
         wall = run_job(ctx, "cylinder_3d1z", d, {"lbm.cells": [nx, ny, ny], "lbm.lattice_velocity": ul,
                                                  "run.end_time": end, "lbm.ramp_time": ramp,
                                                  "diagnostics.every_time": 0.05})
         diag = read_diag(d)
         cd, cl, dp, osc, periods = steady_coeffs(diag, CYL3_WINDOW)
         tau = 0.5 + 3 * ul * dcells / 20.0
-        rows.append({"d": dcells, "cd": cd, "cl": cl, "dp": dp, "osc": osc, "diag": diag})
-        res.info.append(f"{dcells:7d} {nx:4d}x{ny}x{ny:<4d} {ul:6.3f} {tau:7.4f} {ramp:5.1f} {end:6.1f} {cd:8.4f} "
+        rows.append({"d": dcells, "ul": ul, "cd": cd, "cl": cl, "dp": dp, "osc": osc, "diag": diag})
+        res.info.append(f"{dcells:7d} {nx:4d}x{ny}x{ny:<4d} {ul:6.4f} {tau:7.4f} {ramp:5.1f} {end:6.1f} {cd:8.4f} "
                         f"{cl:9.5f} {dp:8.5f} {osc:8.1e} {periods:7d} {wall:7.1f}")
         res.wall += wall
-    f = rows[-1]
-    res.check(f"cD D={f['d']} (within 2 % of {ST_3D1Z_CD})", f["cd"], ST_3D1Z_CD * (1 - ST_3D1Z_TOL),
-              ST_3D1Z_CD * (1 + ST_3D1Z_TOL), "{:.4f}")
-    res.check(f"settled (half peak-to-peak of cD / cD, last {CYL3_WINDOW} s)", f["osc"], hi=0.02, fmt="{:.1e}")
+    lo, hi = ST_3D1Z_CD * (1 - ST_3D1Z_TOL), ST_3D1Z_CD * (1 + ST_3D1Z_TOL)
+    f = min(rows, key=lambda r: r["ul"])
+    res.check(f"cD D={f['d']}, u_lat {f['ul']:g} (within 2 % of {ST_3D1Z_CD})", f["cd"], lo, hi, "{:.4f}")
+    if len(rows) >= 3:
+        # Weakly compressible: the error is O(Ma^2). A least-squares line in u_lat^2 through the runs
+        # (same grid, so the spatial error is common to all) and its value at u_lat = 0.
+        u2 = np.array([r["ul"] ** 2 for r in rows])
+        cds = np.array([r["cd"] for r in rows])
+        c2, c0 = np.polyfit(u2, cds, 1)
+        resid = float(np.max(np.abs(cds - (c0 + c2 * u2))) / c0)
+        res.info.append(f"cD = {c0:.4f} + {c2:.1f} u_lat^2 (largest residual {resid:.1e} of cD): "
+                        f"incompressible limit {c0:.4f}, {100 * (c0 / ST_3D1Z_CD - 1):+.2f} % from {ST_3D1Z_CD}")
+        lims = {k: np.polyfit(u2, [r[k] for r in rows], 1)[1] for k in ("cl", "dp")}
+        res.info.append(f"at u_lat -> 0 also cL {lims['cl']:.5f}, dp {lims['dp']:.5f} (dp read by the probes half a "
+                        f"cell off the surface, an O(dx) bias; not gated)")
+        res.check("cD linear in u_lat^2 (largest residual / cD)", resid, hi=2e-3, fmt="{:.1e}")
+        res.check(f"cD at u_lat -> 0, D={f['d']} (within 2 % of {ST_3D1Z_CD})", float(c0), lo, hi, "{:.4f}")
+    for r in rows:
+        res.check(f"settled u_lat {r['ul']:g} (half peak-to-peak of cD / cD, last {CYL3_WINDOW} s)", r["osc"],
+                  hi=0.02, fmt="{:.1e}")
     res.info.append("reference (Schaefer & Turek 3D-1Z): cD 6.18533, cL 0.009401, dp 0.170827 (cL, dp not gated)")
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
     for r in rows:
-        ax.plot(r["diag"]["time"], r["diag"]["cd_cyl"], label=f"D = {r['d']} cells")
+        ax.plot(r["diag"]["time"], r["diag"]["cd_cyl"], label=f"D = {r['d']} cells, u_lat {r['ul']:g}")
     ax.axhspan(ST_3D1Z_CD * (1 - ST_3D1Z_TOL), ST_3D1Z_CD * (1 + ST_3D1Z_TOL), color="g", alpha=0.3,
                label="6.18533 +/- 2 %")
     ax.set_ylim(4, 8)
