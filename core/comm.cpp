@@ -65,6 +65,9 @@ double Comm::sum(double v) const { return allreduce(comm_, v, MPI_DOUBLE, MPI_SU
 double Comm::max(double v) const { return allreduce(comm_, v, MPI_DOUBLE, MPI_MAX); }
 double Comm::min(double v) const { return allreduce(comm_, v, MPI_DOUBLE, MPI_MIN); }
 std::int64_t Comm::sum(std::int64_t v) const { return allreduce(comm_, v, MPI_INT64_T, MPI_SUM); }
+void Comm::sum_in_place(std::int64_t* v, int n) const {
+  mpi_check(MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_INT64_T, MPI_SUM, comm_), "MPI_Allreduce");
+}
 std::int64_t Comm::min(std::int64_t v) const { return allreduce(comm_, v, MPI_INT64_T, MPI_MIN); }
 int Comm::bitwise_or(int v) const { return allreduce(comm_, v, MPI_INT, MPI_BOR); }
 

@@ -39,6 +39,7 @@ class Comm {
   double max(double v) const;
   double min(double v) const;
   std::int64_t sum(std::int64_t v) const;
+  void sum_in_place(std::int64_t* v, int n) const;  // element-wise over ranks (exact)
   std::int64_t min(std::int64_t v) const;
   int bitwise_or(int v) const;
   void broadcast(std::string& s, int root = 0) const;

@@ -251,67 +251,6 @@ std::vector<CubeGatherPlan::Destination> CubeLayout::ghost_fill(int rank) const 
   return out;
 }
 
-std::vector<CubeGatherPlan::Destination> CubeLayout::edge_fluxes(int rank) const {
-  const CubedSphere& g = *grid_;
-  const int n = g.n(), nx = g.tile_nx(), ny = g.tile_ny();
-  const double d = g.dangle();
-  std::vector<CubeGatherPlan::Destination> out;
-  // Face `side` (0 east, 1 north, 2 west, 3 south) of global cell (p, I, J): its slot, and the
-  // sign that makes the stored (+alpha / +beta) flux outward.
-  auto slot = [&](int p, int I, int J, int side, double* sign) {
-    int t;
-    std::int64_t unused;
-    global_cell(p, I, J, &t, &unused);
-    const int i = I % nx, j = J % ny;
-    *sign = side < 2 ? 1.0 : -1.0;
-    if (side == 0) return face_a(t, i + 1, j);
-    if (side == 2) return face_a(t, i, j);
-    if (side == 1) return face_b(t, i, j + 1);
-    return face_b(t, i, j);
-  };
-  for (int t = first(rank); t < first(rank) + count(rank); ++t) {
-    int p, i0, j0;
-    g.tile_origin(t, &p, &i0, &j0);
-    auto add = [&](int I, int J, int side) {
-      double sa, sb;
-      CubeGatherPlan::Destination dst;
-      dst.offset = slot(p, I, J, side, &sa);
-      // A point just across the face's middle, in the neighbouring panel.
-      const double eps = 1e-3 * d;
-      double ea = -kPi / 4 + (I + 0.5) * d, eb = -kPi / 4 + (J + 0.5) * d;
-      if (side == 0) ea = kPi / 4 + eps;
-      if (side == 2) ea = -kPi / 4 - eps;
-      if (side == 1) eb = kPi / 4 + eps;
-      if (side == 3) eb = -kPi / 4 - eps;
-      double r[3], a, b;
-      unit_point(g.panels(), p, std::tan(ea), std::tan(eb), r);
-      int q;
-      g.locate(r, &q, &a, &b);
-      const int ci = std::clamp(static_cast<int>(std::floor((a + kPi / 4) / d)), 0, n - 1);
-      const int cj = std::clamp(static_cast<int>(std::floor((b + kPi / 4) / d)), 0, n - 1);
-      int qside;
-      if (std::fabs(a) > std::fabs(b)) qside = a > 0 ? 0 : 2;
-      else qside = b > 0 ? 1 : 3;
-      const std::int64_t other = slot(q, ci, cj, qside, &sb);
-      int qt;
-      std::int64_t unused;
-      global_cell(q, ci, cj, &qt, &unused);
-      dst.terms.push_back({rank, dst.offset, 0.5});
-      dst.terms.push_back({owner(qt), other, -0.5 * sa * sb});
-      out.push_back(std::move(dst));
-    };
-    if (i0 + nx == n)
-      for (int j = 0; j < ny; ++j) add(n - 1, j0 + j, 0);
-    if (i0 == 0)
-      for (int j = 0; j < ny; ++j) add(0, j0 + j, 2);
-    if (j0 + ny == n)
-      for (int i = 0; i < nx; ++i) add(i0 + i, n - 1, 1);
-    if (j0 == 0)
-      for (int i = 0; i < nx; ++i) add(i0 + i, 0, 3);
-  }
-  return out;
-}
-
 // --- CubeGatherPlan -----------------------------------------------------------------------------
 
 CubeGatherPlan::CubeGatherPlan(const std::vector<Destination>& dests, const Comm& comm, const Exec& exec,

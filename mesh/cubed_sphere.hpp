@@ -9,7 +9,7 @@
 // past its edge: a ghost cell of a tile on a panel edge sits at those "extended" coordinates, so
 // that centred differences in (alpha, beta) stay centred across the edge.
 //
-// Tiles carry kCubeGhost = 2 ghost layers (fourth-order differences read two cells each side).
+// Tiles carry kCubeGhost = 3 ghost layers (sixth-order differences read three cells each side).
 //
 // Ghost values (FV3's duo-grid idea, Mouallem, Harris & Chen 2023): a ghost point beyond a panel
 // edge lies exactly on a grid line of the neighbouring panel at the same depth from the edge
@@ -35,7 +35,7 @@
 
 namespace cumulus {
 
-inline constexpr int kCubeGhost = 2;
+inline constexpr int kCubeGhost = 3;
 
 // The six panels' bases: panels 0-3 around the equator (centres at longitude 0, 90, 180, 270
 // degrees), 4 the north and 5 the south polar panel.
@@ -191,12 +191,9 @@ class CubeLayout {
   // The global cell (panel p, i, j in [0, n)): its tile and the offset on the tile's owner.
   void global_cell(int p, int i, int j, int* tile, std::int64_t* offset) const;
 
-  // Plans for `rank`: its ghost ring (edge ghosts, G deep; the diagonal corner blocks of a tile
-  // are left alone), and the reconciliation of fluxes through panel edges: both panels compute a
-  // flux on their shared face from their own ghosts; each keeps half its own minus half the
-  // other's (outward), so the two agree bit for bit and mass is conserved to round-off.
+  // The plan that fills `rank`'s ghost ring (edge ghosts, G deep; the diagonal corner blocks of a
+  // tile are left alone).
   std::vector<CubeGatherPlan::Destination> ghost_fill(int rank) const;
-  std::vector<CubeGatherPlan::Destination> edge_fluxes(int rank) const;
 
  private:
   const CubedSphere* grid_;

@@ -4,6 +4,7 @@
 // ghost ring in i and j.
 #include <cstdint>
 
+#include "core/exact_sum.hpp"
 #include "core/exec.hpp"
 #include "core/kernel_pass.hpp"
 #include "mesh/cubed_sphere.hpp"
@@ -67,10 +68,12 @@ enum Metric : int {
   void tendency(const Exec& ex, const Grid& g, const Physics& ph, const View<double>& m,                       \
                 const View<double>& area, const View<double>& s, const View<double>& q, const View<double>& l, \
                 const View<double>& fa, const View<double>& fb, const View<double>& ds, const Box& box);       \
+  ExactSum mass_rate(const Exec& ex, const View<double>& area, const View<double>& ds, const Box& box, int e);  \
   void rk_stage(const Exec& ex, const View<double>& u, const View<double>& ds, const View<double>& acc,         \
-                const View<double>& stage, const Box& box, double acc_weight, bool first, double stage_dt);    \
+                const View<double>& stage, const Box& box, double acc_weight, bool first, double stage_dt,     \
+                double dh_shift);                                                                               \
   void rk_final(const Exec& ex, const View<double>& u, const View<double>& ds, const View<double>& acc,         \
-                const Box& box, double dt6);                                                                    \
+                const Box& box, double dt6, double dh_shift);                                                    \
   void vorticity(const Exec& ex, const Grid& g, const View<double>& m, const View<double>& s,                  \
                  const View<double>& w, const Box& box);                                                       \
   std::int64_t first_bad_cell(const Exec& ex, const View<double>& s, const Box& box, bool depth_positive);

@@ -97,26 +97,6 @@ TEST(CubedSphere, GhostsInterpolateToFourthOrder) {
   EXPECT_LT(prev, 5e-6);  // C48, a function of size 1
 }
 
-TEST(CubedSphere, PanelEdgeFacesArePairedOnce) {
-  const CubedSphere g(12, 3, 2);
-  const CubeLayout layout(g, 1);
-  const auto d = layout.edge_fluxes(0);
-  EXPECT_EQ(d.size(), static_cast<std::size_t>(6 * 4 * 12));  // every panel-edge face, seen from both sides
-  std::map<std::int64_t, std::int64_t> partner;
-  for (const auto& e : d) {
-    ASSERT_EQ(e.terms.size(), 2u);
-    EXPECT_EQ(e.terms[0].offset, e.offset);
-    EXPECT_EQ(e.terms[0].weight, 0.5);
-    EXPECT_EQ(std::fabs(e.terms[1].weight), 0.5);
-    partner[e.offset] = e.terms[1].offset;
-  }
-  for (const auto& [a, b] : partner) {
-    ASSERT_TRUE(partner.count(b)) << "face " << b << " has no entry";
-    EXPECT_EQ(partner[b], a);
-    EXPECT_NE(a, b);
-  }
-}
-
 // The same global cells with the same weights feed each ghost whatever the tiling.
 TEST(CubedSphere, PlansDoNotDependOnTheTiling) {
   auto ghost_terms = [](int tx, int ty, int nranks) {

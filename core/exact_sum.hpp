@@ -1,0 +1,81 @@
+#pragma once
+// A sum of doubles that does not depend on the order of its terms: each term is rounded once to a
+// fixed point (a multiple of 2^e, e chosen by the caller) and split into 32-bit limbs that are
+// added as integers. Integer addition is associative, so threads, CUDA blocks and MPI ranks may
+// add in any grouping and every rank gets the same bits; this is what lets a global correction
+// (the shallow-water solver's mass fix) keep results bit-identical at any rank count and on host
+// and CUDA alike. Terms must be below 2^(e + kExactSumBits) in magnitude; larger ones, and
+// non-finite ones, are counted in `overflow` and make value() report failure.
+#include <math.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/macros.hpp"
+
+namespace cumulus {
+
+inline constexpr int kExactSumLimbs = 5;  // 5 x 32 bits above 2^e
+inline constexpr int kExactSumBits = 32 * kExactSumLimbs - 1;
+
+struct ExactSum {
+  // limb[l] counts units of 2^(e + 32 l); each term adds at most 2^32 - 1 per limb, so 2^31 terms
+  // fit in the 64-bit counters.
+  std::int64_t limb[kExactSumLimbs] = {};
+  std::int64_t overflow = 0;
+
+  // The limbs and the overflow count as kWords contiguous integers, for an MPI sum over ranks.
+  static constexpr int kWords = kExactSumLimbs + 1;
+  std::int64_t* words() { return limb; }
+
+  CUMULUS_HD friend ExactSum operator+(const ExactSum& a, const ExactSum& b) {
+    ExactSum r;
+    for (int l = 0; l < kExactSumLimbs; ++l) r.limb[l] = a.limb[l] + b.limb[l];
+    r.overflow = a.overflow + b.overflow;
+    return r;
+  }
+
+  // One term x, truncated toward zero to a multiple of 2^e. The scaling by 2^-e is exact, and so is
+  // each step of the split: floor(a / 2^k) 2^k keeps a's bits above 2^k, and a minus it the rest.
+  CUMULUS_HD static ExactSum of(double x, int e) {
+    ExactSum r;
+    double a = ::ldexp(::fabs(x), -e);
+    if (!(a < ::ldexp(1.0, kExactSumBits))) {  // too large, or NaN
+      r.overflow = 1;
+      return r;
+    }
+    const std::int64_t sign = x < 0 ? -1 : 1;
+    for (int l = kExactSumLimbs - 1; l >= 0; --l) {
+      const double unit = ::ldexp(1.0, 32 * l);
+      const double d = ::floor(a / unit);
+      a -= d * unit;
+      r.limb[l] = sign * static_cast<std::int64_t>(d);
+    }
+    return r;
+  }
+
+  // The sum as a double, false on overflow. Carries are first propagated as integers, leaving every
+  // limb but the top one in [0, 2^32), so each converts to a double exactly (a limb of many terms
+  // may hold up to 2^63 and would round), and a cancellation between limbs of opposite sign loses
+  // nothing: the result is the exact sum rounded to within a few ulps.
+  bool value(int e, double* out) const {
+    if (overflow != 0) return false;
+    std::int64_t v[kExactSumLimbs];
+    for (int l = 0; l < kExactSumLimbs; ++l) v[l] = limb[l];
+    for (int l = 0; l + 1 < kExactSumLimbs; ++l) {
+      const std::int64_t carry = v[l] >> 32;  // floor division by 2^32
+      v[l] -= carry * (std::int64_t{1} << 32);
+      v[l + 1] += carry;
+    }
+    double r = 0;
+    for (int l = kExactSumLimbs - 1; l >= 0; --l) r += ::ldexp(static_cast<double>(v[l]), e + 32 * l);
+    *out = r;
+    return true;
+  }
+};
+
+static_assert(sizeof(ExactSum) == ExactSum::kWords * sizeof(std::int64_t) &&
+                  offsetof(ExactSum, overflow) == kExactSumLimbs * sizeof(std::int64_t),
+              "ExactSum must be its words, contiguous");
+
+}  // namespace cumulus
