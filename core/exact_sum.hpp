@@ -16,7 +16,7 @@
 namespace cumulus {
 
 inline constexpr int kExactSumLimbs = 5;  // 5 x 32 bits above 2^e
-inline constexpr int kExactSumBits = 32 * kExactSumLimbs - 1;
+inline constexpr int kExactSumBits = 32 * kExactSumLimbs - 1;  // 159: of_units' bound is 0x1p159
 
 struct ExactSum {
   // limb[l] counts units of 2^(e + 32 l); each term adds at most 2^32 - 1 per limb, so 2^31 terms
@@ -35,24 +35,30 @@ struct ExactSum {
     return r;
   }
 
-  // One term x, truncated toward zero to a multiple of 2^e. The scaling by 2^-e is exact, and so is
-  // each step of the split: floor(a / 2^k) 2^k keeps a's bits above 2^k, and a minus it the rest.
-  CUMULUS_HD static ExactSum of(double x, int e) {
+  // One term, given in units of 2^e (x times 2^-e: the caller multiplies by that power of two,
+  // which is exact), truncated toward zero to whole units. Each step of the split is exact:
+  // trunc(a / 2^k) 2^k keeps a's bits above 2^k, and a minus it the rest. No library calls (a
+  // kernel calls this once per cell): powers of two as literals, truncation by conversion.
+  CUMULUS_HD static ExactSum of_units(double x) {
     ExactSum r;
-    double a = ::ldexp(::fabs(x), -e);
-    if (!(a < ::ldexp(1.0, kExactSumBits))) {  // too large, or NaN
+    double a = x < 0 ? -x : x;
+    if (!(a < 0x1p159)) {  // 2^kExactSumBits: too large, or NaN
       r.overflow = 1;
       return r;
     }
     const std::int64_t sign = x < 0 ? -1 : 1;
+    double unit = 0x1p128, inv = 0x1p-128;  // 2^(32 l) and its inverse, l = 4 .. 0
     for (int l = kExactSumLimbs - 1; l >= 0; --l) {
-      const double unit = ::ldexp(1.0, 32 * l);
-      const double d = ::floor(a / unit);
-      a -= d * unit;
-      r.limb[l] = sign * static_cast<std::int64_t>(d);
+      const auto d = static_cast<std::int64_t>(a * inv);  // < 2^32 below the top limb, < 2^31 at it
+      a -= static_cast<double>(d) * unit;
+      r.limb[l] = sign * d;
+      unit *= 0x1p-32;
+      inv *= 0x1p32;
     }
     return r;
   }
+  // The same from x itself (outside hot loops: one library call).
+  static ExactSum of(double x, int e) { return of_units(::ldexp(x, -e)); }
 
   // The sum as a double, false on overflow. Carries are first propagated as integers, leaving every
   // limb but the top one in [0, 2^32), so each converts to a double exactly (a limb of many terms

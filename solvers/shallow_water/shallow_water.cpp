@@ -477,7 +477,8 @@ class ShallowWaterModel : public Model {
   // any backend. A non-finite tendency gives 0: the health check then finds where it went bad.
   double mass_shift() {
     const Exec& ex = ctx_.exec;
-    ExactSum t = CUMULUS_KERNEL(ex, kernels, mass_rate)(ex, area_.view(), ds_.view(), interior_, sum_exp_);
+    ExactSum t = CUMULUS_KERNEL(ex, kernels, mass_rate)(ex, area_.view(), ds_.view(), interior_,
+                                                         std::ldexp(1.0, -sum_exp_));
     ctx_.comm.sum_in_place(t.words(), ExactSum::kWords);
     double rate = 0;
     if (!t.value(sum_exp_, &rate)) return 0.0;

@@ -146,12 +146,15 @@ void tendency(const Exec& ex, const Grid& g, const Physics& ph, const View<doubl
 }
 
 // The depth's share of the mass budget, sum of area x dh/dt over the interior, as an exact
-// (order-independent) sum with unit 2^e m^3/s: each panel keeps its own flux through panel
-// edges, so this is not zero but the two sides' flux mismatch, and the solver removes it evenly
-// (dh_shift below). Integer limbs: the same bits from any thread, block or rank grouping.
-ExactSum mass_rate(const Exec& ex, const View<double>& area, const View<double>& ds, const Box& box, int e) {
-  return reduce(ex, "sw.mass_rate", box, ExactSum{}, SumOp{},
-                [=] CUMULUS_HD(int i, int j, int k) { return ExactSum::of(area(i, j, k) * ds(i, j, k, 0), e); });
+// (order-independent) sum in units of 1 / to_units (a power of two): each panel keeps its own
+// flux through panel edges, so this is not zero but the two sides' flux mismatch, and the solver
+// removes it evenly (dh_shift below). Integer limbs: the same bits from any thread, block or rank
+// grouping.
+ExactSum mass_rate(const Exec& ex, const View<double>& area, const View<double>& ds, const Box& box,
+                   double to_units) {
+  return reduce(ex, "sw.mass_rate", box, ExactSum{}, SumOp{}, [=] CUMULUS_HD(int i, int j, int k) {
+    return ExactSum::of_units(area(i, j, k) * ds(i, j, k, 0) * to_units);
+  });
 }
 
 // Classical RK4 in two kernels; dh_shift (m/s) is added to every cell's dh/dt (the stage's mass

@@ -32,8 +32,9 @@ double max_of(const Exec& ex, const View<double>& v, const Box& b) {
   return reduce(ex, "test.max", b, -1e300, MaxOp{}, [=] CUMULUS_HD(int i, int j, int k) { return v(i, j, k, 0); });
 }
 ExactSum exact_sum_of(const Exec& ex, const View<double>& v, const Box& b, int e) {
+  const double to_units = std::ldexp(1.0, -e);
   return reduce(ex, "test.exact", b, ExactSum{}, SumOp{},
-                [=] CUMULUS_HD(int i, int j, int k) { return ExactSum::of(v(i, j, k, 0), e); });
+                [=] CUMULUS_HD(int i, int j, int k) { return ExactSum::of_units(v(i, j, k, 0) * to_units); });
 }
 }  // namespace
 

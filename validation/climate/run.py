@@ -6,9 +6,11 @@ Cases (job files in ../../configs/, references in README.md):
               pi/2 - 0.05 (the bell passes near four cube corners): normalised l1, l2, linf errors
               at C24, C48, C96 and the observed order (the bell is only C1 at its rim: order >= 1.5).
   case2       Case 2, steady geostrophic flow, 5 days, flow angles 0 and pi/4: errors at C24, C48,
-              C96 and the observed order; target: l1 and l2 order >= 1.85 between C48 and C96 (second
-              order: the fourth-order interior differences leave an O(dx^3) mismatch of the two
-              panels' fluxes on panel edges, which sets the asymptotic order to 2).
+              C96 and the observed order; target: l1 and l2 order >= 3.5 between C48 and C96
+              (measured 3.7-4.0 with sixth-order interior differences and each panel keeping its
+              own edge flux; the ghost interpolation, 4 points near the cube corners, is fourth
+              order there, likely what limits it). Until 2026-11-30 the scheme was second order
+              (target 1.85).
   case5       Case 5, flow over an isolated mountain, 15 days at C96: a map of the height, and mass
               (relative change < 1e-13), energy and potential enstrophy changes.
   case6       Case 6, Rossby-Haurwitz wave, 14 days at C96: the same.
@@ -171,7 +173,7 @@ def main():
         if "case2" in wanted:
             print("Williamson case 2 (steady geostrophic flow, 5 days)")
             convergence(R, "case2", "williamson2.toml", [("0", 0.0), ("pi/4", math.pi / 4)], res, 5 * DAY,
-                        {"l1": 1.85, "l2": 1.85} if not a.quick else {"l1": 1.8, "l2": 1.8})
+                        {"l1": 3.5, "l2": 3.5} if not a.quick else {"l1": 2.3, "l2": 2.3})
         if "case5" in wanted:
             print("Williamson case 5 (zonal flow over a mountain, 15 days)")
             long_run(R, "case5", "williamson5.toml", 96, "height", "Case 5: surface height h + hs (m)",
