@@ -251,6 +251,25 @@ std::vector<CubeGatherPlan::Destination> CubeLayout::ghost_fill(int rank) const 
   return out;
 }
 
+std::vector<CubeLayout::EdgeFace> CubeLayout::panel_edge_faces(int rank) const {
+  const CubedSphere& g = *grid_;
+  const int n = g.n(), nx = g.tile_nx(), ny = g.tile_ny();
+  std::vector<EdgeFace> out;
+  for (int t = first(rank); t < first(rank) + count(rank); ++t) {
+    int p, i0, j0;
+    g.tile_origin(t, &p, &i0, &j0);
+    if (i0 == 0)
+      for (int j = 0; j < ny; ++j) out.push_back({face_a(t, 0, j), -1.0});  // west
+    if (i0 + nx == n)
+      for (int j = 0; j < ny; ++j) out.push_back({face_a(t, nx, j), 1.0});  // east
+    if (j0 == 0)
+      for (int i = 0; i < nx; ++i) out.push_back({face_b(t, i, 0), -1.0});  // south
+    if (j0 + ny == n)
+      for (int i = 0; i < nx; ++i) out.push_back({face_b(t, i, ny), 1.0});  // north
+  }
+  return out;
+}
+
 // --- CubeGatherPlan -----------------------------------------------------------------------------
 
 CubeGatherPlan::CubeGatherPlan(const std::vector<Destination>& dests, const Comm& comm, const Exec& exec,

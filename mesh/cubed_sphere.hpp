@@ -194,6 +194,14 @@ class CubeLayout {
   // The plan that fills `rank`'s ghost ring (edge ghosts, G deep; the diagonal corner blocks of a
   // tile are left alone).
   std::vector<CubeGatherPlan::Destination> ghost_fill(int rank) const;
+  // `rank`'s faces on panel edges: their slots in the face array and the sign that makes the
+  // stored (+alpha / +beta) flux outward of the panel. Over all ranks, every panel-edge face twice,
+  // once from each side.
+  struct EdgeFace {
+    std::int64_t offset;
+    double outward;
+  };
+  std::vector<EdgeFace> panel_edge_faces(int rank) const;
 
  private:
   const CubedSphere* grid_;

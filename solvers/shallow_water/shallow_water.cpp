@@ -354,6 +354,18 @@ class ShallowWaterModel : public Model {
     area_ = field("area", 1, false);
     geo_ = field("metric", kMetricComponents, true);
     faces_ = Buffer<double>(b, static_cast<std::size_t>(layout_.faces_size(me)));
+    {
+      std::vector<std::int64_t> off;
+      std::vector<double> out;
+      for (const CubeLayout::EdgeFace& f : layout_.panel_edge_faces(me)) {
+        off.push_back(f.offset);
+        out.push_back(f.outward);
+      }
+      edge_offsets_ = Buffer<std::int64_t>(b, off.size());
+      edge_offsets_.from_host(ex, off);
+      edge_outward_ = Buffer<double>(b, out.size());
+      edge_outward_.from_host(ex, out);
+    }
 
     tc_ = Buffer<double>(b, grid_.centre_tan_table().size());
     tc_.from_host(ex, grid_.centre_tan_table());
@@ -471,18 +483,19 @@ class ShallowWaterModel : public Model {
   // the fluxes then telescope along every grid line, and no mass source sits on the panel edges
   // (averaging the two sides' fluxes put one there, the largest seed of the cube's wavenumber-4
   // imprint on a balanced jet: validation/climate/README.md). The two sides' fluxes differ by the
-  // truncation error, so the stage's mass budget is off by their mismatch; this returns the even
-  // correction of dh/dt that removes it: -(sum of area x dh/dt) / (sum of area), both exact sums,
-  // so mass is conserved to round-off and the shift has the same bits at any rank count and on
-  // any backend. A non-finite tendency gives 0: the health check then finds where it went bad.
+  // truncation error, so the stage loses the net outflow through the panel edges; this returns
+  // the even correction of dh/dt that gives it back, (net outflow) / (sum of areas), both exact
+  // sums, so mass is conserved to round-off and the shift has the same bits at any rank count and
+  // on any backend. A non-finite flux gives 0: the health check then finds where it went bad.
   double mass_shift() {
     const Exec& ex = ctx_.exec;
-    ExactSum t = CUMULUS_KERNEL(ex, kernels, mass_rate)(ex, area_.view(), ds_.view(), interior_,
-                                                         std::ldexp(1.0, -sum_exp_));
+    ExactSum t = CUMULUS_KERNEL(ex, kernels, edge_outflow)(ex, faces_.data(), edge_offsets_.data(), edge_outward_.data(),
+                                                           static_cast<std::int64_t>(edge_offsets_.size()),
+                                                           std::ldexp(1.0, -sum_exp_));
     ctx_.comm.sum_in_place(t.words(), ExactSum::kWords);
-    double rate = 0;
-    if (!t.value(sum_exp_, &rate)) return 0.0;
-    return -rate / area_total_;
+    double outflow = 0;
+    if (!t.value(sum_exp_, &outflow)) return 0.0;
+    return outflow / area_total_;
   }
 
   std::optional<HealthIssue> check_health() override {
@@ -769,6 +782,8 @@ class ShallowWaterModel : public Model {
   Box interior_;
   Field<double> u_, stage_, acc_, ds_, q_, l_, hs_, w_, area_, geo_;
   Buffer<double> faces_, tc_;
+  Buffer<std::int64_t> edge_offsets_;  // this rank's panel-edge faces (CubeLayout::panel_edge_faces)
+  Buffer<double> edge_outward_;
   Grid g_;
   Physics ph_;
   CubeGatherPlan ghosts_;

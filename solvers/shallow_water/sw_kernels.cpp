@@ -145,16 +145,16 @@ void tendency(const Exec& ex, const Grid& g, const Physics& ph, const View<doubl
   });
 }
 
-// The depth's share of the mass budget, sum of area x dh/dt over the interior, as an exact
-// (order-independent) sum in units of 1 / to_units (a power of two): each panel keeps its own
-// flux through panel edges, so this is not zero but the two sides' flux mismatch, and the solver
-// removes it evenly (dh_shift below). Integer limbs: the same bits from any thread, block or rank
-// grouping.
-ExactSum mass_rate(const Exec& ex, const View<double>& area, const View<double>& ds, const Box& box,
-                   double to_units) {
-  return reduce(ex, "sw.mass_rate", box, ExactSum{}, SumOp{}, [=] CUMULUS_HD(int i, int j, int k) {
-    return ExactSum::of_units(area(i, j, k) * ds(i, j, k, 0) * to_units);
-  });
+// The net outflow of mass through the panel edges, sum of outward x flux over the panel-edge faces
+// (every such face twice, once per side), as an exact (order-independent) sum in units of
+// 1 / to_units (a power of two). Each panel keeps its own flux through panel edges, so this is not
+// zero but the two sides' mismatch; interior faces cancel exactly, so it is the whole mass budget
+// of the stage, and the solver gives it back evenly (dh_shift below). Integer limbs: the same bits
+// from any thread, block or rank grouping.
+ExactSum edge_outflow(const Exec& ex, const double* faces, const std::int64_t* offsets, const double* outward,
+                      std::int64_t n, double to_units) {
+  return reduce(ex, "sw.edge_outflow", Box(0, 0, 0, static_cast<int>(n), 1, 1), ExactSum{}, SumOp{},
+                [=] CUMULUS_HD(int f, int, int) { return ExactSum::of_units(outward[f] * faces[offsets[f]] * to_units); });
 }
 
 // Classical RK4 in two kernels; dh_shift (m/s) is added to every cell's dh/dt (the stage's mass

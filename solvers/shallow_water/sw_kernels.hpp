@@ -68,8 +68,8 @@ enum Metric : int {
   void tendency(const Exec& ex, const Grid& g, const Physics& ph, const View<double>& m,                       \
                 const View<double>& area, const View<double>& s, const View<double>& q, const View<double>& l, \
                 const View<double>& fa, const View<double>& fb, const View<double>& ds, const Box& box);       \
-  ExactSum mass_rate(const Exec& ex, const View<double>& area, const View<double>& ds, const Box& box,        \
-                     double to_units);                                                                          \
+  ExactSum edge_outflow(const Exec& ex, const double* faces, const std::int64_t* offsets,                    \
+                        const double* outward, std::int64_t n, double to_units);                              \
   void rk_stage(const Exec& ex, const View<double>& u, const View<double>& ds, const View<double>& acc,         \
                 const View<double>& stage, const Box& box, double acc_weight, bool first, double stage_dt,     \
                 double dh_shift);                                                                               \
