@@ -8,7 +8,6 @@
 // non-finite ones, are counted in `overflow` and make value() report failure.
 #include <math.h>
 
-#include <cstddef>
 #include <cstdint>
 
 #include "core/macros.hpp"
@@ -19,19 +18,19 @@ inline constexpr int kExactSumLimbs = 5;  // 5 x 32 bits above 2^e
 inline constexpr int kExactSumBits = 32 * kExactSumLimbs - 1;  // 159: of_units' bound is 0x1p159
 
 struct ExactSum {
-  // limb[l] counts units of 2^(e + 32 l); each term adds at most 2^32 - 1 per limb, so 2^31 terms
-  // fit in the 64-bit counters.
-  std::int64_t limb[kExactSumLimbs] = {};
-  std::int64_t overflow = 0;
-
-  // The limbs and the overflow count as kWords contiguous integers, for an MPI sum over ranks.
+  // word[l], l < kExactSumLimbs, counts units of 2^(e + 32 l); each term adds at most 2^32 - 1 per
+  // limb, so 2^31 terms fit in the 64-bit counters. word[kExactSumLimbs] counts the terms that did
+  // not fit. One array, so that an MPI sum over ranks takes words() and kWords.
   static constexpr int kWords = kExactSumLimbs + 1;
-  std::int64_t* words() { return limb; }
+  std::int64_t word[kWords] = {};
+
+  std::int64_t* words() { return word; }
+  CUMULUS_HD std::int64_t limb(int l) const { return word[l]; }
+  CUMULUS_HD std::int64_t overflow() const { return word[kExactSumLimbs]; }
 
   CUMULUS_HD friend ExactSum operator+(const ExactSum& a, const ExactSum& b) {
     ExactSum r;
-    for (int l = 0; l < kExactSumLimbs; ++l) r.limb[l] = a.limb[l] + b.limb[l];
-    r.overflow = a.overflow + b.overflow;
+    for (int w = 0; w < kWords; ++w) r.word[w] = a.word[w] + b.word[w];
     return r;
   }
 
@@ -42,8 +41,9 @@ struct ExactSum {
   CUMULUS_HD static ExactSum of_units(double x) {
     ExactSum r;
     double a = x < 0 ? -x : x;
+    static_assert(kExactSumLimbs == 5, "the literals below are 2^159, 2^128 = 2^(32 (kExactSumLimbs - 1))");
     if (!(a < 0x1p159)) {  // 2^kExactSumBits: too large, or NaN
-      r.overflow = 1;
+      r.word[kExactSumLimbs] = 1;
       return r;
     }
     const std::int64_t sign = x < 0 ? -1 : 1;
@@ -51,7 +51,7 @@ struct ExactSum {
     for (int l = kExactSumLimbs - 1; l >= 0; --l) {
       const auto d = static_cast<std::int64_t>(a * inv);  // < 2^32 below the top limb, < 2^31 at it
       a -= static_cast<double>(d) * unit;
-      r.limb[l] = sign * d;
+      r.word[l] = sign * d;
       unit *= 0x1p-32;
       inv *= 0x1p32;
     }
@@ -65,9 +65,9 @@ struct ExactSum {
   // may hold up to 2^63 and would round), and a cancellation between limbs of opposite sign loses
   // nothing: the result is the exact sum rounded to within a few ulps.
   bool value(int e, double* out) const {
-    if (overflow != 0) return false;
+    if (overflow() != 0) return false;
     std::int64_t v[kExactSumLimbs];
-    for (int l = 0; l < kExactSumLimbs; ++l) v[l] = limb[l];
+    for (int l = 0; l < kExactSumLimbs; ++l) v[l] = word[l];
     for (int l = 0; l + 1 < kExactSumLimbs; ++l) {
       const std::int64_t carry = v[l] >> 32;  // floor division by 2^32
       v[l] -= carry * (std::int64_t{1} << 32);
@@ -79,9 +79,5 @@ struct ExactSum {
     return true;
   }
 };
-
-static_assert(sizeof(ExactSum) == ExactSum::kWords * sizeof(std::int64_t) &&
-                  offsetof(ExactSum, overflow) == kExactSumLimbs * sizeof(std::int64_t),
-              "ExactSum must be its words, contiguous");
 
 }  // namespace cumulus

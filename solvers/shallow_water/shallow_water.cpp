@@ -412,8 +412,8 @@ class ShallowWaterModel : public Model {
     u_.interior_from_host(ex, packed);
     hs_.interior_from_host(ex, hs);
     area_.interior_from_host(ex, area);
-    // The unit of the exact mass sums: the total area (4 pi) times 2^40 is the largest term they
-    // take, 2^-116 sr m/s the smallest step; both depend on nothing but the grid.
+    // The unit of the exact mass sums, 2^-116 (sr, and sr m/s for the fluxes); they take terms up
+    // to 2^43 (4 pi is 2^3.65). Both depend on nothing but the grid, so not on ranks or restarts.
     sum_exp_ = std::ilogb(4.0 * kPi) + 40 - kExactSumBits;
     ExactSum total;
     for (double a : area) total = total + ExactSum::of(a, sum_exp_);

@@ -97,6 +97,33 @@ TEST(CubedSphere, GhostsInterpolateToFourthOrder) {
   EXPECT_LT(prev, 5e-6);  // C48, a function of size 1
 }
 
+// Every panel-edge face appears twice over all ranks (once from each panel), at distinct slots,
+// outward-signed: -1 on west and south faces, +1 on east and north ones; a rank whose tiles touch
+// no panel edge (the centre tile of a 3 x 3 panel, alone on its rank) gets none.
+TEST(CubedSphere, PanelEdgeFacesOnceFromEachSide) {
+  for (auto [tx, ty, nranks] : {std::array<int, 3>{1, 1, 1}, {3, 2, 5}, {3, 3, 54}}) {
+    const CubedSphere g(12, tx, ty);
+    const CubeLayout layout(g, nranks);
+    std::size_t total = 0, empty = 0;
+    double sign_sum = 0;
+    for (int r = 0; r < nranks; ++r) {
+      const auto faces = layout.panel_edge_faces(r);
+      std::set<std::int64_t> slots;
+      for (const auto& f : faces) {
+        EXPECT_TRUE(f.outward == 1.0 || f.outward == -1.0);
+        EXPECT_TRUE(slots.insert(f.offset).second) << "slot " << f.offset << " twice on rank " << r;
+        EXPECT_LT(f.offset, layout.faces_size(r));
+        sign_sum += f.outward;
+      }
+      total += faces.size();
+      empty += faces.empty();
+    }
+    EXPECT_EQ(total, static_cast<std::size_t>(6 * 4 * 12)) << tx << "x" << ty;
+    EXPECT_EQ(sign_sum, 0.0);
+    EXPECT_EQ(empty, nranks == 54 ? 6u : 0u);
+  }
+}
+
 // The same global cells with the same weights feed each ghost whatever the tiling.
 TEST(CubedSphere, PlansDoNotDependOnTheTiling) {
   auto ghost_terms = [](int tx, int ty, int nranks) {

@@ -62,8 +62,8 @@ TEST_P(ExecTest, ExactSumIsTheSameInAnyOrder) {
   for (std::size_t n = 0; n < x.size(); ++n) (n % 2 ? odd : even) = (n % 2 ? odd : even) + ExactSum::of(x[n], e);
   const ExactSum halves = odd + even;
   for (int l = 0; l < kExactSumLimbs; ++l) {
-    EXPECT_EQ(dev.limb[l], rev.limb[l]) << "limb " << l;
-    EXPECT_EQ(halves.limb[l], rev.limb[l]) << "limb " << l;
+    EXPECT_EQ(dev.limb(l), rev.limb(l)) << "limb " << l;
+    EXPECT_EQ(halves.limb(l), rev.limb(l)) << "limb " << l;
   }
   double v = 0;
   ASSERT_TRUE(dev.value(e, &v));
@@ -87,8 +87,8 @@ TEST(ExactSum, KeepsWhatCancellationLeavesAndReportsOverflow) {
   EXPECT_EQ((big + tiny) - big, 0.0);  // what the doubles would give
   // Limbs of many terms, opposite in sign, that cancel but for one unit.
   ExactSum many;
-  many.limb[0] = (std::int64_t{1} << 62) + 1;
-  many.limb[1] = -(std::int64_t{1} << 30);
+  many.word[0] = (std::int64_t{1} << 62) + 1;
+  many.word[1] = -(std::int64_t{1} << 30);
   ASSERT_TRUE(many.value(e, &v));
   EXPECT_EQ(v, std::ldexp(1.0, e));
   EXPECT_FALSE((ExactSum::of(std::ldexp(1.0, e + kExactSumBits), e) + s).value(e, &v));
