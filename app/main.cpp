@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <new>
 
 #include "core/comm.hpp"
 #include "core/config.hpp"
@@ -309,13 +310,20 @@ int run_command(const RunOptions& o) {
   ExitCode code;
   try {
     code = sim.run();
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
+    // Any exception, not only the project's: an allocation that fails (std::bad_alloc) must also
+    // leave status.json saying "failed", so that a scheduler or a user polling it is not misled.
+    const bool ours = dynamic_cast<const Error*>(&e) != nullptr;
+    const std::string reason = ours ? e.what()
+                               : dynamic_cast<const std::bad_alloc*>(&e) ? "out of host memory (std::bad_alloc)"
+                                                                         : std::string("unexpected error: ") + e.what();
     status->state = "failed";
-    status->reason = e.what();
+    status->reason = reason;
     status->step = sim.step();
     status->time = sim.time();
     status->write();
-    throw;
+    if (ours) throw;
+    throw Error(reason);
   }
   exec.synchronize();
   const double seconds = sim.run_seconds();
@@ -415,8 +423,9 @@ int info_command() {
   std::printf("git commit:      %s\n", build::git_commit);
   std::printf("build type:      %s\n", build::build_type);
   std::printf("backends built:  host (OpenMP, %d threads)%s\n", omp_get_max_threads(), cuda_built() ? ", cuda" : "");
-  const int n = cuda_device_count();
-  std::printf("CUDA devices:    %d%s\n", n, cuda_built() ? "" : " (not built with CUDA)");
+  std::string why;
+  const int n = cuda_device_count(&why);
+  std::printf("CUDA devices:    %d%s\n", n, n > 0 ? "" : (" (" + why + ")").c_str());
   for (int d = 0; d < n; ++d) std::printf("  device %d: %s\n", d, cuda_device_name(d).c_str());
   std::printf("MPI library:     %s\n", Comm::library_version().c_str());
   std::printf("MPI CUDA-aware:  %s\n", Comm::cuda_aware() ? "yes" : "no (device halos staged through pinned host memory)");

@@ -34,19 +34,43 @@ bool cuda_built() {
 #endif
 }
 
-int cuda_device_count() {
+int cuda_device_count(std::string* why) {
 #ifdef CUMULUS_HAVE_CUDA
   // Without a driver this returns cudaErrorInsufficientDriver and leaves n unwritten (PLATFORM.md).
   int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky error
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    cudaGetLastError();  // clear the error: the process goes on, on the host
+    if (why) *why = strprintf("%s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
     return 0;
   }
+  if (why) *why = n == 0 ? "the CUDA runtime lists no device" : "";
   return n;
 #else
+  if (why) *why = "this binary was built without CUDA";
   return 0;
 #endif
 }
+
+bool cuda_sync_launches() {
+  static const bool on = [] {
+    const char* v = std::getenv("CUMULUS_CUDA_SYNC");
+    return v && *v && std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
+#ifdef CUMULUS_HAVE_CUDA
+namespace {
+// The label of the last kernel launched, copied (the label's owner may be gone by the time an
+// error surfaces at a synchronisation). A fixed buffer: no allocation per launch.
+char last_kernel[96] = "";
+void remember_kernel(const char* label) {
+  std::strncpy(last_kernel, label, sizeof(last_kernel) - 1);
+  last_kernel[sizeof(last_kernel) - 1] = '\0';
+}
+}  // namespace
+#endif
 
 std::string cuda_device_name(int device) {
 #ifdef CUMULUS_HAVE_CUDA
@@ -59,12 +83,18 @@ std::string cuda_device_name(int device) {
 
 void Exec::synchronize() const {
 #ifdef CUMULUS_HAVE_CUDA
-  if (is_cuda()) cuda_check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  if (!is_cuda()) return;
+  const cudaError_t e = cudaStreamSynchronize(stream_);
+  if (e != cudaSuccess)
+    throw Error(strprintf("CUDA error at a synchronisation: %s (%s); the last kernel queued was '%s' (an "
+                          "earlier one may have failed: run with CUMULUS_CUDA_SYNC=1 to name it)",
+                          cudaGetErrorString(e), cudaGetErrorName(e), last_kernel[0] ? last_kernel : "none"));
 #endif
 }
 
 Exec select_backend(const std::string& request, int local_rank, std::string* why) {
-  const int devices = cuda_device_count();
+  std::string no_device;
+  const int devices = cuda_device_count(&no_device);
   auto use_host = [&](const std::string& reason) {
     if (why) *why = reason;
     return Exec::host();
@@ -80,9 +110,9 @@ Exec select_backend(const std::string& request, int local_rank, std::string* why
   }
   if (devices == 0) {
     if (request == "cuda")
-      throw InputError("backend \"cuda\" requested, but no CUDA device is visible to this process "
-                       "(check the driver and CUDA_VISIBLE_DEVICES, or use backend = \"host\")");
-    return use_host("auto: host backend (no CUDA device visible)");
+      throw InputError("backend \"cuda\" requested, but no CUDA device is visible to this process: " + no_device +
+                       " (check the driver and CUDA_VISIBLE_DEVICES, or use backend = \"host\")");
+    return use_host("auto: host backend (no CUDA device visible: " + no_device + ")");
   }
 #ifdef CUMULUS_HAVE_CUDA
   const int device = local_rank % devices;
@@ -129,14 +159,21 @@ void release_backend(Exec& exec) {
 // ---- memory -----------------------------------------------------------------
 namespace memory {
 
-void* allocate(Backend where, std::size_t bytes) {
+void* allocate(Backend where, std::size_t bytes, const char* what) {
   if (bytes == 0) return nullptr;
+  const std::string for_what = what && *what ? strprintf(" for '%s'", what) : std::string();
   if (where == Backend::cuda) {
 #ifdef CUMULUS_HAVE_CUDA
     void* p = nullptr;
     const cudaError_t e = cudaMalloc(&p, bytes);
-    if (e != cudaSuccess)
-      throw Error(strprintf("cannot allocate %.3g GB on the GPU: %s", bytes / 1e9, cudaGetErrorString(e)));
+    if (e != cudaSuccess) {
+      cudaGetLastError();  // out of memory is not sticky: clear it so that it is reported here, once
+      std::size_t free = 0, total = 0;
+      const bool known = cudaMemGetInfo(&free, &total) == cudaSuccess;
+      throw Error(strprintf("cannot allocate %.3g GB on the GPU%s: %s%s", bytes / 1e9, for_what.c_str(),
+                            cudaGetErrorString(e),
+                            known ? strprintf(" (%.3g GB of %.3g GB free)", free / 1e9, total / 1e9).c_str() : ""));
+    }
     return p;
 #else
     throw Error("device memory requested in a build without CUDA");
@@ -144,7 +181,7 @@ void* allocate(Backend where, std::size_t bytes) {
   }
   const std::size_t align = 64, rounded = (bytes + align - 1) / align * align;
   void* p = std::aligned_alloc(align, rounded);
-  if (!p) throw Error(strprintf("cannot allocate %.3g GB of host memory", bytes / 1e9));
+  if (!p) throw Error(strprintf("cannot allocate %.3g GB of host memory%s", bytes / 1e9, for_what.c_str()));
   // First touch by the threads that will use it (NUMA placement), and no uninitialised reads.
   auto* c = static_cast<unsigned char*>(p);
   const long pages = static_cast<long>((rounded + 4095) / 4096);
@@ -219,13 +256,13 @@ void copy(const Exec& ex, Backend dst_space, void* dst, Backend src_space, const
 namespace detail {
 namespace {
 struct HostMark {
-  const char* label;
+  TimerStat* stat;
   double t0;
 };
 std::vector<HostMark> host_marks;
 #ifdef CUMULUS_HAVE_CUDA
 struct EventPair {
-  std::string label;
+  TimerStat* stat;  // the label's entry (TimerRegistry::slot): no string per launch
   cudaEvent_t start, stop;
 };
 std::vector<EventPair> pending_events;
@@ -248,7 +285,7 @@ void flush_event_timers() {
   for (auto& p : pending_events) {
     float ms = 0;
     if (cudaEventSynchronize(p.stop) == cudaSuccess && cudaEventElapsedTime(&ms, p.start, p.stop) == cudaSuccess)
-      TimerRegistry::instance().add(p.label, ms * 1e-3);
+      TimerRegistry::add(p.stat, ms * 1e-3);
     free_events.push_back(p.start);
     free_events.push_back(p.stop);
   }
@@ -260,14 +297,14 @@ int kernel_timer_begin(const Exec& ex, const char* label) {
 #ifdef CUMULUS_HAVE_CUDA
   if (ex.is_cuda()) {
     if (pending_events.size() > 4096) flush_event_timers();  // bound the pool
-    EventPair p{label, take_event(), take_event()};
+    EventPair p{TimerRegistry::instance().slot(label), take_event(), take_event()};
     cudaEventRecord(p.start, ex.stream());
     pending_events.push_back(p);
     return -static_cast<int>(pending_events.size());  // negative: an event pair
   }
 #endif
   (void)ex;
-  host_marks.push_back({label, wall_seconds()});
+  host_marks.push_back({TimerRegistry::instance().slot(label), wall_seconds()});
   return static_cast<int>(host_marks.size()) - 1;
 }
 
@@ -281,7 +318,7 @@ void kernel_timer_end(const Exec& ex, int token) {
   (void)ex;
   const HostMark m = host_marks[static_cast<std::size_t>(token)];
   host_marks.resize(static_cast<std::size_t>(token));
-  TimerRegistry::instance().add(m.label, wall_seconds() - m.t0);
+  TimerRegistry::add(m.stat, wall_seconds() - m.t0);
 }
 
 void throw_not_compiled_for_cuda(const char* label) {
@@ -289,13 +326,28 @@ void throw_not_compiled_for_cuda(const char* label) {
                         "(its source must be listed in cumulus_kernel_sources)", label));
 }
 
-void check_cuda_launch(const char* label) {
+void check_cuda_launch(const Exec& ex, const char* label, const Box& box) {
 #ifdef CUMULUS_HAVE_CUDA
-  const cudaError_t e = cudaPeekAtLastError();
-  if (e != cudaSuccess) throw Error(strprintf("CUDA kernel '%s' failed to launch: %s", label, cudaGetErrorString(e)));
+  remember_kernel(label);
+  // cudaGetLastError, not cudaPeekAtLastError: peeking never clears, so one unchecked failure would
+  // make every later launch throw and blame an innocent kernel.
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess)
+    throw Error(strprintf("CUDA kernel '%s' failed to launch on box %s: %s (%s)", label, box.str().c_str(),
+                          cudaGetErrorString(e), cudaGetErrorName(e)));
+  if (cuda_sync_launches()) {
+    e = cudaStreamSynchronize(ex.stream());
+    if (e != cudaSuccess)
+      throw Error(strprintf("CUDA kernel '%s' failed on box %s: %s (%s)", label, box.str().c_str(),
+                            cudaGetErrorString(e), cudaGetErrorName(e)));
+  }
 #else
-  (void)label;
+  (void)ex, (void)label, (void)box;
 #endif
+}
+
+void throw_cuda_library_error(const char* label, const Box& box, const char* what) {
+  throw Error(strprintf("CUDA reduction '%s' on box %s failed: %s", label, box.str().c_str(), what));
 }
 }  // namespace detail
 

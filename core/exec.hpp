@@ -2,7 +2,9 @@
 // Backends and kernel launch: for_each and reductions over index boxes. A kernel body is written
 // once, as a lambda `[=] CUMULUS_HD (int i, int j, int k)`, and runs as a CUDA kernel or as an
 // OpenMP loop; which one is decided at run time by the Exec it is launched on.
+#include <algorithm>
 #include <cstdint>
+#include <exception>
 #include <limits>
 #include <new>
 #include <string>
@@ -52,9 +54,11 @@ class Exec {
 };
 
 // Backends compiled into this binary, and CUDA devices visible to this process (0 when the
-// driver or device is missing: never an error).
+// driver or device is missing: never an error). `why`, when given, receives the CUDA runtime's
+// answer when there are none ("no CUDA-capable device", "driver too old for this runtime", ...),
+// so that a driver problem does not read as a machine without a GPU.
 bool cuda_built();
-int cuda_device_count();
+int cuda_device_count(std::string* why = nullptr);
 std::string cuda_device_name(int device);
 
 // Picks the backend for this rank. `request` is "auto", "cuda" or "host"; `local_rank` is the
@@ -65,13 +69,57 @@ void release_backend(Exec& exec);
 // Bytes of device memory in use on exec's GPU (0 on the host backend).
 double device_memory_used(const Exec& exec);
 
+// Whether every CUDA launch is followed by a synchronisation and a check (environment variable
+// CUMULUS_CUDA_SYNC=1, read once). Off by default: it serialises the host with the device. On, a
+// kernel that faults is named with its box at once instead of surfacing as an error at the next
+// synchronisation, which can only name the last kernel queued (scripts/gpu-check's first pass).
+bool cuda_sync_launches();
+
 namespace detail {
 // Kernel timing by label: on the host a wall clock, on CUDA a pair of events read back lazily,
 // so that timing never forces a synchronisation inside the time loop.
 int kernel_timer_begin(const Exec& ex, const char* label);
 void kernel_timer_end(const Exec& ex, int token);
 [[noreturn]] void throw_not_compiled_for_cuda(const char* label);
-void check_cuda_launch(const char* label);
+// After every launch: takes (and clears) the launch error, so that one failure is reported once,
+// against the kernel that caused it; remembers the label for errors found later at a
+// synchronisation; with cuda_sync_launches(), waits for the kernel and reports a fault with its box.
+void check_cuda_launch(const Exec& ex, const char* label, const Box& box);
+// An exception from inside a CUDA library call (Thrust/CUB's system_error, an allocation) turned
+// into the project's error, naming the kernel: the run then ends as "failed" in status.json.
+[[noreturn]] void throw_cuda_library_error(const char* label, const Box& box, const char* what);
+
+// Calls part(sub) for consecutive sub-boxes of `box` of at most `max_cells` cells each: whole
+// k-slabs when a k-plane fits, else runs of whole rows (j) within one plane. The device kernel
+// then indexes a part with 32-bit arithmetic (a 64-bit division or remainder is a long emulated
+// sequence on the GPU, two per cell). A single row longer than max_cells is refused.
+template <class F>
+void split_for_32bit_index(const char* label, const Box& box, std::int64_t max_cells, F&& part) {
+  const std::int64_t row = box.size(0);
+  if (row > max_cells)
+    throw Error(std::string(label) + ": a box row of " + std::to_string(row) + " cells is longer than one launch indexes");
+  const std::int64_t plane = row * box.size(1);
+  if (plane <= max_cells) {
+    const int slab = static_cast<int>(std::max<std::int64_t>(1, max_cells / plane));  // k-planes per part
+    for (int k0 = box.lo[2]; k0 < box.hi[2]; k0 += slab) {
+      Box b = box;
+      b.lo[2] = k0;
+      b.hi[2] = static_cast<int>(std::min<std::int64_t>(box.hi[2], std::int64_t{k0} + slab));
+      part(b);
+    }
+    return;
+  }
+  const int rows = static_cast<int>(max_cells / row);  // j-rows per part, >= 1
+  for (int k = box.lo[2]; k < box.hi[2]; ++k)
+    for (int j0 = box.lo[1]; j0 < box.hi[1]; j0 += rows) {
+      Box b = box;
+      b.lo[1] = j0;
+      b.hi[1] = static_cast<int>(std::min<std::int64_t>(box.hi[1], std::int64_t{j0} + rows));
+      b.lo[2] = k;
+      b.hi[2] = k + 1;
+      part(b);
+    }
+}
 
 template <class F>
 struct KernelTimer {
@@ -106,7 +154,12 @@ struct StreamScratch {
   cudaStream_t stream;
   char* allocate(std::ptrdiff_t n) {
     void* p = nullptr;
-    if (cudaMallocAsync(&p, static_cast<std::size_t>(n), stream) != cudaSuccess) throw std::bad_alloc();
+    const cudaError_t e = cudaMallocAsync(&p, static_cast<std::size_t>(n), stream);
+    if (e != cudaSuccess) {
+      cudaGetLastError();  // an allocation failure is not sticky: clear it, report it once, here
+      throw Error("cannot allocate " + std::to_string(n) + " bytes of reduction scratch on the GPU: " +
+                  cudaGetErrorString(e));
+    }
     return static_cast<char*>(p);
   }
   void deallocate(char* p, std::size_t) { cudaFreeAsync(p, stream); }
@@ -157,19 +210,12 @@ void for_each(const Exec& ex, const char* label, const Box& box, F body, std::in
   if (ex.is_cuda()) {
 #if CUMULUS_COMPILING_CUDA
     constexpr int block = 256;
-    constexpr std::int64_t kMaxCells = std::int64_t{1} << 30;
-    const std::int64_t plane = static_cast<std::int64_t>(box.size(0)) * box.size(1);
-    if (plane > kMaxCells) throw Error(std::string(label) + ": a box plane of more than 2^30 cells on CUDA");
-    const int slab = static_cast<int>(std::max<std::int64_t>(1, kMaxCells / plane));  // k-planes per launch
-    for (int k0 = box.lo[2]; k0 < box.hi[2]; k0 += slab) {
-      Box part = box;
-      part.lo[2] = k0;
-      part.hi[2] = std::min(box.hi[2], k0 + slab);
+    detail::split_for_32bit_index(label, box, std::int64_t{1} << 30, [&](const Box& part) {
       const std::int64_t n = part.volume();
       const std::int64_t blocks = std::min<std::int64_t>((n + block - 1) / block, 1 << 20);
       detail::for_each_kernel<<<static_cast<unsigned>(blocks), block, 0, ex.stream()>>>(part, static_cast<int>(n), body);
-    }
-    detail::check_cuda_launch(label);
+      detail::check_cuda_launch(ex, label, part);
+    });
     return;
 #else
     detail::throw_not_compiled_for_cuda(label);
@@ -230,9 +276,16 @@ T reduce(const Exec& ex, const char* label, const Box& box, T init, Op op, F bod
 #if CUMULUS_COMPILING_CUDA
     thrust::counting_iterator<std::int64_t> first(0);
     detail::StreamScratch scratch{ex.stream()};
-    T r = thrust::transform_reduce(thrust::cuda::par(scratch).on(ex.stream()), first, first + box.volume(),
+    T r = init;
+    try {
+      r = thrust::transform_reduce(thrust::cuda::par(scratch).on(ex.stream()), first, first + box.volume(),
                                    detail::LinearApply<T, F>{box, body}, init, op);
-    detail::check_cuda_launch(label);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {  // thrust::system_error, std::bad_alloc
+      detail::throw_cuda_library_error(label, box, e.what());
+    }
+    detail::check_cuda_launch(ex, label, box);
     return r;
 #else
     detail::throw_not_compiled_for_cuda(label);

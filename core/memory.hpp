@@ -8,7 +8,8 @@
 
 namespace cumulus {
 namespace memory {
-void* allocate(Backend where, std::size_t bytes);
+// `what` names the array in the error a failed allocation throws (a field's name, say).
+void* allocate(Backend where, std::size_t bytes, const char* what = nullptr);
 void release(Backend where, void* p) noexcept;
 // Page-locked host memory: the staging area for device halos when MPI is not CUDA-aware.
 void* allocate_pinned(std::size_t bytes);
@@ -24,8 +25,8 @@ template <class T>
 class Buffer {
  public:
   Buffer() = default;
-  Buffer(Backend where, std::size_t n) : where_(where), n_(n) {
-    if (n_ > 0) data_ = static_cast<T*>(memory::allocate(where_, n_ * sizeof(T)));
+  Buffer(Backend where, std::size_t n, const char* what = nullptr) : where_(where), n_(n) {
+    if (n_ > 0) data_ = static_cast<T*>(memory::allocate(where_, n_ * sizeof(T), what));
   }
   ~Buffer() { memory::release(where_, data_); }
   Buffer(const Buffer&) = delete;

@@ -15,22 +15,25 @@ TimerRegistry& TimerRegistry::instance() {
   return r;
 }
 
-void TimerRegistry::add(const std::string& label, double seconds) {
-  auto& s = stats_[label];
-  s.seconds += seconds;
-  s.calls += 1;
+TimerStat* TimerRegistry::slot(std::string_view label) {
+  auto it = stats_.find(label);
+  if (it == stats_.end()) it = stats_.emplace(std::string(label), TimerStat{}).first;
+  return &it->second;
 }
 
 void TimerRegistry::flush() { detail::flush_event_timers(); }
 
 std::map<std::string, TimerStat> TimerRegistry::snapshot() {
   flush();
-  return stats_;
+  std::map<std::string, TimerStat> out;
+  for (const auto& [label, s] : stats_)
+    if (s.calls > 0) out.emplace(label, s);
+  return out;
 }
 
 void TimerRegistry::reset() {
   flush();
-  stats_.clear();
+  for (auto& entry : stats_) entry.second = TimerStat{};  // keep the entries: slot() pointers stay valid
 }
 
 std::string TimerRegistry::table(double total_seconds) {

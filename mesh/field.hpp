@@ -33,7 +33,7 @@ class Field {
   Field(std::string name, Backend space, const Box& interior, const Index3& ghost, int ncomp)
       : name_(std::move(name)), interior_(interior), ghost_(ghost), ncomp_(ncomp),
         alloc_(interior.grown(ghost)),
-        data_(space, static_cast<std::size_t>(alloc_.volume()) * static_cast<std::size_t>(ncomp)) {}
+        data_(space, static_cast<std::size_t>(alloc_.volume()) * static_cast<std::size_t>(ncomp), name_.c_str()) {}
 
   const std::string& name() const { return name_; }
   const Box& interior() const { return interior_; }

@@ -32,6 +32,7 @@ HaloExchange::HaloExchange(const CartesianDecomposition& decomp, const Comm& com
                                  comm.rank(), interior_.size(d), d, ghost[d]));
   }
   if (needs && ncomp > 32) throw Error("HaloExchange: component masks cover at most 32 components");
+  self_.start[0] = 0;
   const std::uint32_t all = ncomp >= 32 ? 0xffffffffu : ((1u << ncomp) - 1u);
   auto mask_for = [&](const Index3& dir) { return needs ? (needs(dir) & all) : all; };
   const int me = comm.rank();
@@ -53,21 +54,23 @@ HaloExchange::HaloExchange(const CartesianDecomposition& decomp, const Comm& com
           continue;
         }
         if (nb == me) {  // periodic wrap onto this rank: copy, no message
-          SelfLink s;
-          s.mask = mask_for(dir);
-          if (s.mask == 0) continue;
-          s.recv_box = interior_;
+          const std::uint32_t mask = mask_for(dir);
+          if (mask == 0) continue;
+          const int n = self_.count++;
+          Box& b = self_.box[n];
+          b = interior_;
           for (int d = 0; d < 3; ++d) {
             if (dir[d] < 0) {
-              s.recv_box.lo[d] = interior_.lo[d] - ghost[d];
-              s.recv_box.hi[d] = interior_.lo[d];
+              b.lo[d] = interior_.lo[d] - ghost[d];
+              b.hi[d] = interior_.lo[d];
             } else if (dir[d] > 0) {
-              s.recv_box.lo[d] = interior_.hi[d];
-              s.recv_box.hi[d] = interior_.hi[d] + ghost[d];
+              b.lo[d] = interior_.hi[d];
+              b.hi[d] = interior_.hi[d] + ghost[d];
             }
-            s.shift[d] = -dir[d] * interior_.size(d);
+            self_.shift[n][d] = -dir[d] * interior_.size(d);
           }
-          self_links_.push_back(s);
+          self_.mask[n] = mask;
+          self_.start[n + 1] = self_.start[n] + b.volume();
           continue;
         }
         Link l;
@@ -125,6 +128,9 @@ void HaloExchange::post(std::size_t elem_bytes) {
   unsigned char* sbuf = staged_ ? static_cast<unsigned char*>(send_host_) : send_.data();
   unsigned char* rbuf = staged_ ? static_cast<unsigned char*>(recv_host_) : recv_.data();
   const std::size_t total = total_send_ * elem_bytes;
+  // Nothing goes through MPI (one rank, or only unsplit periodic axes): no wait for the device,
+  // whose kernels stay queued behind one another on the stream.
+  if (links_.empty()) return;
   if (staged_) memory::copy_async(exec_, Backend::host, sbuf, exec_.backend(), send_.data(), total);
   exec_.synchronize();  // packed data must be complete before MPI reads it
   requests_.assign(2 * links_.size(), MPI_REQUEST_NULL);
@@ -165,8 +171,7 @@ HaloTransfer<T> HaloExchange::begin(Field<T>& f) {
   // Ghosts filled from this rank's own interior read only interior cells: safe before the sends.
   if (wrap_x_)
     CUMULUS_KERNEL(exec_, halo_kernels, wrap_x<T>)(exec_, label_self_.c_str(), v, interior_, ghost_[0], ncomp_, wrap_lo_mask_, wrap_hi_mask_);
-  for (const SelfLink& s : self_links_)
-    CUMULUS_KERNEL(exec_, halo_kernels, copy_shifted<T>)(exec_, label_self_.c_str(), v, s.recv_box, s.shift, ncomp_, s.mask);
+  CUMULUS_KERNEL(exec_, halo_kernels, copy_self<T>)(exec_, label_self_.c_str(), v, self_, ncomp_);
   post(sizeof(T));
   return HaloTransfer<T>(this, &f);
 }

@@ -15,6 +15,7 @@
 #include "core/memory.hpp"
 #include "mesh/decomposition.hpp"
 #include "mesh/field.hpp"
+#include "mesh/halo_kernels.hpp"
 
 namespace cumulus {
 
@@ -68,7 +69,9 @@ class HaloExchange {
   bool staged() const { return staged_; }  // device data through pinned host buffers
   // Neighbour links (faces, edges, corners); a link to this rank itself (a periodic axis that
   // is not split) is a direct copy, not a message.
-  int message_count() const { return static_cast<int>(links_.size() + self_links_.size() + (wrap_x_ ? 2 : 0)); }
+  int message_count() const { return static_cast<int>(links_.size()) + self_.count + (wrap_x_ ? 2 : 0); }
+  // Whether an exchange sends anything through MPI (false on one rank, and along unsplit axes).
+  bool has_mpi_neighbors() const { return !links_.empty(); }
   std::size_t bytes_per_exchange() const;  // sent by this rank
 
   // One neighbour link: what goes where (public so that the pack kernels can read it).
@@ -95,12 +98,7 @@ class HaloExchange {
   bool staged_ = false;
   bool in_flight_ = false;
   std::vector<Link> links_;  // to other ranks, through MPI
-  struct SelfLink {
-    Box recv_box;
-    std::uint32_t mask;
-    Index3 shift;  // the source of ghost cell x is x + shift
-  };
-  std::vector<SelfLink> self_links_;
+  SelfCopies self_;       // same-rank copies (a periodic axis not split), done in one launch
   bool wrap_x_ = false;  // the +-x faces are self links, done by one fused kernel
   std::uint32_t wrap_lo_mask_ = 0, wrap_hi_mask_ = 0;
   std::size_t total_send_ = 0, total_recv_ = 0;

@@ -50,6 +50,32 @@ void unpack_box(const Exec& ex, const char* label, const View<T>& v, const Box& 
       if ((mask >> c) & 1u) v(i, j, k, c) = buf[(n++) * vol + idx];
   }, components(mask));
 }
+// All same-rank copies of an exchange. On CUDA one launch over the cells of every box (each thread
+// finds its box among at most 26 by a short search): launch latency, not bandwidth, is what a
+// few-cell-thick ghost box costs there. On the host one loop per box, as copy_shifted: the loops
+// vectorise and need no search, and a launch costs nothing. Both copy the same values (each ghost
+// cell from an interior cell; the boxes do not overlap), so the results are the same bits.
+template <class T>
+void copy_self(const Exec& ex, const char* label, const View<T>& v, const SelfCopies& s, int ncomp) {
+  if (s.count == 0) return;
+  if (!ex.is_cuda()) {
+    for (int n = 0; n < s.count; ++n)
+      copy_shifted(ex, label, v, s.box[n], Index3{s.shift[n][0], s.shift[n][1], s.shift[n][2]}, ncomp, s.mask[n]);
+    return;
+  }
+  const SelfCopies c = s;
+  for_each(ex, label, Box(0, 0, 0, static_cast<int>(s.start[s.count]), 1, 1), [=] CUMULUS_HD(int cell, int, int) {
+    int n = 0;
+    while (cell >= c.start[n + 1]) ++n;
+    const Box& b = c.box[n];
+    const int local = static_cast<int>(cell - c.start[n]);
+    const int ni = b.hi[0] - b.lo[0], nj = b.hi[1] - b.lo[1];
+    const int i = b.lo[0] + local % ni, r = local / ni, j = b.lo[1] + r % nj, k = b.lo[2] + r / nj;
+    const std::uint32_t mask = c.mask[n];
+    for (int comp = 0; comp < ncomp; ++comp)
+      if ((mask >> comp) & 1u) v(i, j, k, comp) = v(i + c.shift[n][0], j + c.shift[n][1], k + c.shift[n][2], comp);
+  });
+}
 // Both x faces of a periodic axis that is not split, in one pass over the rows: the low ghosts
 // take the row's last cells and the high ghosts its first, so each row end is touched once (two
 // separate face copies would bring every row's two end cache lines in twice).
@@ -71,6 +97,7 @@ void wrap_x(const Exec& ex, const char* label, const View<T>& v, const Box& inte
   template void unpack_box<T>(const Exec&, const char*, const View<T>&, const Box&, int, std::uint32_t, const T*); \
   template void copy_shifted<T>(const Exec&, const char*, const View<T>&, const Box&, const Index3&, int,        \
                                 std::uint32_t);                                                                  \
+  template void copy_self<T>(const Exec&, const char*, const View<T>&, const SelfCopies&, int);                   \
   template void wrap_x<T>(const Exec&, const char*, const View<T>&, const Box&, int, int, std::uint32_t, std::uint32_t);
 CUMULUS_INSTANTIATE_HALO_KERNELS(double)
 CUMULUS_INSTANTIATE_HALO_KERNELS(float)

@@ -8,6 +8,18 @@
 
 namespace cumulus {
 
+// Every same-rank ghost copy of one exchange (a periodic axis that is not split: up to 24 faces,
+// edges and corners besides the x faces), so that the device does them in one launch instead of
+// one tiny launch each. Passed by value to the kernel (about 1.3 KB of parameters).
+struct SelfCopies {
+  static constexpr int kMax = 26;
+  int count = 0;
+  Box box[kMax];                  // the ghost cells filled
+  int shift[kMax][3];             // the source of ghost cell x is x + shift
+  std::uint32_t mask[kMax];       // components copied
+  std::int64_t start[kMax + 1];   // start[n]: cells in the boxes before box n
+};
+
 #define CUMULUS_HALO_KERNELS                                                                         \
   template <class T>                                                                                 \
   void pack_box(const Exec& ex, const char* label, const View<T>& v, const Box& b, int ncomp, std::uint32_t mask, T* buf); \
@@ -17,6 +29,8 @@ namespace cumulus {
   template <class T>                                                                                 \
   void copy_shifted(const Exec& ex, const char* label, const View<T>& v, const Box& b, const Index3& shift,     \
                     int ncomp, std::uint32_t mask);                                                                      \
+  template <class T>                                                                                 \
+  void copy_self(const Exec& ex, const char* label, const View<T>& v, const SelfCopies& s, int ncomp);  \
   template <class T>                                                                                 \
   void wrap_x(const Exec& ex, const char* label, const View<T>& v, const Box& interior, int ghost, int ncomp, \
               std::uint32_t lo_mask, std::uint32_t hi_mask);

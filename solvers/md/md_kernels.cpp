@@ -633,6 +633,7 @@ void sort_pairs(const Exec& ex, const int* keys_in, int* keys_out, const int* va
                                                           ex.stream());
     if (e != cudaSuccess) throw Error(std::string("md.neighbor_build: CUB radix sort: ") + cudaGetErrorString(e));
     if (temp == nullptr) *temp_bytes = bytes;
+    else detail::check_cuda_launch(ex, "md.neighbor_build.sort", Box(0, 0, 0, n, 1, 1));
     return;
 #endif
   }
@@ -670,6 +671,7 @@ void prefix_sum(const Exec& ex, const std::int64_t* counts, std::int64_t* start,
     if (e == cudaSuccess && temp != nullptr) e = cudaMemsetAsync(start, 0, sizeof(std::int64_t), ex.stream());
     if (e != cudaSuccess) throw Error(std::string("md.neighbor_build: CUB scan: ") + cudaGetErrorString(e));
     if (temp == nullptr) *temp_bytes = bytes;
+    else detail::check_cuda_launch(ex, "md.neighbor_build.scan", Box(0, 0, 0, n, 1, 1));
     return;
 #endif
   }

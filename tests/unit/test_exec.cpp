@@ -8,6 +8,7 @@
 #include "../backends.hpp"
 #include "core/exact_sum.hpp"
 #include "core/memory.hpp"
+#include "core/timers.hpp"
 #include "mesh/field.hpp"
 
 using namespace cumulus;
@@ -126,10 +127,109 @@ TEST_P(ExecTest, EmptyBoxesDoNothing) {
 
 TEST(Exec, CudaWithoutDeviceIsAnInputError) {
   if (cuda_device_count() > 0) GTEST_SKIP() << "a CUDA device is visible";
-  EXPECT_THROW(select_backend("cuda", 0, nullptr), InputError);
+  // The runtime's own reason is kept (a missing driver must not read as "no GPU" without a word).
+  std::string reason;
+  EXPECT_EQ(cuda_device_count(&reason), 0);
+  EXPECT_FALSE(reason.empty());
+  try {
+    select_backend("cuda", 0, nullptr);
+    ADD_FAILURE() << "no InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(reason), std::string::npos) << e.what();
+  }
   std::string why;
   EXPECT_EQ(select_backend("auto", 0, &why).backend(), Backend::host);
-  EXPECT_FALSE(why.empty());
+  EXPECT_NE(why.find(reason), std::string::npos) << why;
 }
+
+// The parts a CUDA launch is split into: every cell exactly once, in order, no part over the limit,
+// whole k-slabs while a plane fits, runs of rows when a plane alone is too large (a 2D box over
+// 2^30 cells), and a row too long for any part refused.
+TEST(Exec, LaunchPartsCoverTheBoxWithinTheIndexLimit) {
+  struct Case {
+    Box box;
+    std::int64_t max_cells;
+  };
+  for (const Case& c : {Case{Box(-3, 2, 1, 7, 9, 12), 70}, Case{Box(0, 0, 0, 10, 7, 1), 25},
+                        Case{Box(0, 0, 0, 10, 7, 3), 10}, Case{Box(5, -4, -2, 6, 3, 4), 1000},
+                        Case{Box(0, 0, 0, 33, 40, 2), 100}}) {
+    std::vector<std::int64_t> seen(static_cast<std::size_t>(c.box.volume()), 0);
+    std::int64_t cells = 0;
+    int parts = 0;
+    detail::split_for_32bit_index("test", c.box, c.max_cells, [&](const Box& p) {
+      ++parts;
+      EXPECT_LE(p.volume(), c.max_cells) << p.str();
+      EXPECT_FALSE(p.empty());
+      EXPECT_EQ(p.lo[0], c.box.lo[0]);  // whole rows always
+      EXPECT_EQ(p.hi[0], c.box.hi[0]);
+      for (int k = p.lo[2]; k < p.hi[2]; ++k)
+        for (int j = p.lo[1]; j < p.hi[1]; ++j)
+          for (int i = p.lo[0]; i < p.hi[0]; ++i) {
+            const std::int64_t n = ((std::int64_t{k} - c.box.lo[2]) * c.box.size(1) + (j - c.box.lo[1])) * c.box.size(0) +
+                                   (i - c.box.lo[0]);
+            ASSERT_GE(n, 0);
+            ASSERT_LT(n, c.box.volume());
+            EXPECT_EQ(seen[static_cast<std::size_t>(n)]++, 0) << "cell visited twice";
+            EXPECT_EQ(n, cells++) << "parts out of order";
+          }
+    });
+    EXPECT_EQ(cells, c.box.volume()) << c.box.str();
+    const std::int64_t plane = std::int64_t{c.box.size(0)} * c.box.size(1);
+    if (plane <= c.max_cells) {  // whole k-slabs: as few parts as the limit allows
+      EXPECT_EQ(parts, (c.box.size(2) + c.max_cells / plane - 1) / (c.max_cells / plane)) << c.box.str();
+    }
+  }
+  EXPECT_THROW(detail::split_for_32bit_index("test", Box(0, 0, 0, 11, 2, 2), 10, [](const Box&) {}), Error);
+}
+
+// A failed allocation is the project's error and names what it was for.
+TEST(Exec, FailedAllocationNamesItsArray) {
+  try {
+    void* p = memory::allocate(Backend::host, std::size_t{1} << 62, "test.huge_field");
+    memory::release(Backend::host, p);
+    ADD_FAILURE() << "an allocation of 4 EiB succeeded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("test.huge_field"), std::string::npos) << e.what();
+  }
+}
+
+// Timer entries outlive a reset (pending GPU timings and open scopes hold pointers to them), and
+// a reset hides them until they are used again.
+TEST(Exec, TimerSlotsSurviveReset) {
+  TimerRegistry& r = TimerRegistry::instance();
+  TimerStat* s = r.slot("test.slot.a.label.longer.than.sso");
+  TimerRegistry::add(s, 1.5);
+  EXPECT_EQ(r.slot("test.slot.a.label.longer.than.sso"), s);
+  EXPECT_EQ(r.snapshot().at("test.slot.a.label.longer.than.sso").calls, 1);
+  r.reset();
+  EXPECT_EQ(r.snapshot().count("test.slot.a.label.longer.than.sso"), 0u);
+  { ScopedTimer t("test.slot.a.label.longer.than.sso"); }
+  EXPECT_EQ(s->calls, 1);
+  EXPECT_EQ(r.snapshot().at("test.slot.a.label.longer.than.sso").calls, 1);
+}
+
+#if CUMULUS_COMPILING_CUDA
+namespace {
+__global__ void noop_kernel() {}
+}  // namespace
+
+// A launch that fails (an invalid configuration: not sticky) is reported once, against its own
+// kernel, and the next kernel runs: the error is taken, not peeked at (peeking never clears, and
+// every later launch would be blamed).
+TEST(ExecCuda, LaunchErrorIsReportedOnceAgainstItsKernel) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  const Exec ex = select_backend("cuda", 0, nullptr);
+  noop_kernel<<<1, 4096, 0, ex.stream()>>>();  // over the 1024 threads a block may have
+  try {
+    detail::check_cuda_launch(ex, "test.bad_launch", Box(0, 0, 0, 1, 1, 1));
+    ADD_FAILURE() << "no error for a bad launch";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("test.bad_launch"), std::string::npos) << e.what();
+  }
+  Field<double> f("f", ex.backend(), Box(0, 0, 0, 4, 3, 2), {0, 0, 0}, 1);
+  EXPECT_NO_THROW(fill_index(ex, f.view(), Box(0, 0, 0, 4, 3, 2)));
+  EXPECT_NO_THROW(ex.synchronize());
+}
+#endif
 
 INSTANTIATE_TEST_SUITE_P(Backends, ExecTest, ::testing::ValuesIn(built_backends()), backend_name);
