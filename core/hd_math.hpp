@@ -43,7 +43,13 @@
 //
 // Accuracy, measured by tests/unit/test_hd_math.cpp against __float128 (libquadmath) on dense sweeps
 // and random points (max error in ulps of the exact result; subnormal results in ulps of 2^-1074):
-//   MEASURED_TABLE
+//   exp   0.578 (normal results), 0.740 (subnormal results, x < -708.4: one more rounding)
+//   log   0.500 (normal and subnormal x)
+//   pow   0.749 (the heat Gaussian's x in (0, 1], y = 1/2, 1, 3/2), 0.656 (x > 0, |y log x| < 745)
+//   sin   0.643 (|x| <= 10), 0.747 (10 < |x| <= 1e5), 0.685 (1e5 < |x| < 2^50)
+//   cos   0.648 (|x| <= 10), 0.685 (10 < |x| <= 1e5), 0.778 (1e5 < |x| < 2^50)
+//   erfc  0.614 (x < 0.5), 0.629 (0.5 <= x < 26.55), 0.718 (subnormal results, x >= 26.55)
+// (0.5 is correct rounding.) The test asserts each below 1 ulp.
 //
 // Float: there are no float versions. A float kernel calls the double function and rounds
 // (float(hd::exp(double(x)))): the same bits on both backends, correctly rounded but in rare
