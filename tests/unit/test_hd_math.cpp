@@ -90,6 +90,11 @@ Points points_for(MathFn f, int scale) {
         p.add(x, t / std::log(x));
       }
       for (int i = 0; i < n / 4; ++i) p.add(r.uniform(0.5, 2.0), r.uniform(-50, 50));
+      // x near 1 with a large y: the case that needs log x to about 2^-63.
+      for (int i = 0; i < n / 4; ++i) {
+        const double x = 1.0 + r.uniform(-0x1p-10, 0x1p-10);
+        if (x != 1.0) p.add(x, r.uniform(-745, 709.7) / std::log(x));
+      }
       for (double v : {0.0, 1.0, 2.0, 0.5, kInf, kNaN})
         for (double e : {0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 1024.0, -1075.0, kInf, -kInf, kNaN}) p.add(v, e);
       p.add(-2.0, 2.0);
