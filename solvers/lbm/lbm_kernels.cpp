@@ -1,8 +1,8 @@
 // The lattice Boltzmann kernels of D2Q9 and those that know no lattice (fills, vorticity, probes).
 // A kernel source: compiled once per backend (g++ for the host, nvcc for CUDA), each pass in its
 // own namespace (core/kernel_pass.hpp). The kernel bodies are in lbm_kernels_impl.hpp; the 3D
-// lattices are instantiated in lbm_kernels_d3q19.cpp and lbm_kernels_d3q27.cpp, each its own nvcc
-// compile (a single one took 254 s for all three lattices).
+// lattices are instantiated in lbm_kernels_d3q19.cpp and lbm_kernels_d3q27_*.cpp, each its own
+// nvcc compile (a single one took 254 s for all three lattices).
 #include "solvers/lbm/lbm_kernels_impl.hpp"
 
 namespace cumulus::lbm {

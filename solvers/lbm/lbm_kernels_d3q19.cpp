@@ -1,5 +1,5 @@
-// The lattice Boltzmann kernels of D3Q19, for every storage precision: a kernel source of its own
-// (one nvcc compile per lattice keeps each CUDA pass short; lbm_kernels_impl.hpp).
+// The lattice Boltzmann kernels of D3Q19, for every storage precision: a kernel source of its own,
+// so that its CUDA pass is a separate nvcc compile (lbm_kernels_impl.hpp).
 #include "solvers/lbm/lbm_kernels_impl.hpp"
 
 namespace cumulus::lbm::kernels::CUMULUS_PASS {

@@ -1,6 +1,7 @@
 #pragma once
-// The lattice Boltzmann kernel bodies. A kernel source: compiled once per backend (g++ for the
-// host, nvcc for CUDA), each pass in its own namespace (core/kernel_pass.hpp).
+// The lattice Boltzmann kernel bodies, compiled once per backend (g++ for the host, nvcc for
+// CUDA) by the kernel sources that include this header, each pass in its own namespace
+// (core/kernel_pass.hpp).
 //
 // One step is "pull, collide, store" on two buffers: a cell gathers f_q from its upstream
 // neighbour x - c_q in the source buffer (which holds post-collision populations), collides, and
@@ -12,9 +13,9 @@
 // kernel. The fast path stays branch-free, so it vectorises on the host.
 //
 // The kernel templates live in this header, included only by the kernel sources that instantiate
-// them (one per lattice: lbm_kernels.cpp holds D2Q9 and the lattice-free kernels,
-// lbm_kernels_d3q19.cpp and lbm_kernels_d3q27.cpp the 3D lattices), so that each CUDA pass is a
-// separate nvcc compile of about a third of the whole (docs/architecture.md, "Build time").
+// them: lbm_kernels.cpp (D2Q9 and the kernels that know no lattice), lbm_kernels_d3q19.cpp, and
+// lbm_kernels_d3q27_{fp64,fp32,fp16}.cpp. Each is its own nvcc compile, on its own core: as one
+// source the CUDA pass took 254 s (docs/architecture.md, "Build time").
 #include <cmath>
 #include <cstdint>
 #include <limits>

@@ -1,7 +1,0 @@
-// The lattice Boltzmann kernels of D3Q27, for every storage precision: a kernel source of its own
-// (one nvcc compile per lattice keeps each CUDA pass short; lbm_kernels_impl.hpp).
-#include "solvers/lbm/lbm_kernels_impl.hpp"
-
-namespace cumulus::lbm::kernels::CUMULUS_PASS {
-CUMULUS_LBM_INSTANTIATE_ALL(D3Q27)
-}  // namespace cumulus::lbm::kernels::CUMULUS_PASS
