@@ -27,9 +27,8 @@ using cumulus::testing::built_backends;
 namespace {
 // A job of solver lbm from its tables.
 Config lbm_job(const std::string& tables) {
-  return parse_job_text("solver = \"lbm\"\n" + tables, "test.toml", {}, [](const std::string& s, Schema& schema) {
-    SolverRegistry::all().build_schema(s, schema);
-  });
+  return parse_job_text("solver = \"lbm\"\n" + tables, "test.toml", {},
+                        [](const std::string& s, Schema& schema) { SolverRegistry::all().build_schema(s, schema); });
 }
 Config lbm_config(const std::string& extra) { return lbm_job("[run]\nend_step = 30\n" + extra); }
 
@@ -216,9 +215,9 @@ std::string matrix_job(const MatrixCase& c, bool control) {
   auto vec = [&](const char* x, const char* y, const char* z) {
     return std::string("[") + x + ", " + y + (three ? std::string(", ") + z : std::string()) + "]";
   };
-  std::string j = std::string("[run]\nend_step = 20\nhealth_every = 5\n[lbm]\nlattice = \"") + c.lattice + "\"\nprecision = \"" +
-                  c.precision + "\"\ncells = " + (three ? "[12, 10, 8]" : "[24, 16]") + "\nlength = [" +
-                  (three ? "1.2" : "2.4") + "]\nvelocity = 1.0\nreynolds = 20.0\n";
+  std::string j = std::string("[run]\nend_step = 20\nhealth_every = 5\n[lbm]\nlattice = \"") + c.lattice +
+                  "\"\nprecision = \"" + c.precision + "\"\ncells = " + (three ? "[12, 10, 8]" : "[24, 16]") +
+                  "\nlength = [" + (three ? "1.2" : "2.4") + "]\nvelocity = 1.0\nreynolds = 20.0\n";
   if (m == "bgk_force") {
     // Periodic box, Taylor-Green vortex pushed by a body force: the fast path alone (no boundary cells).
     j += "collision = \"bgk\"\ninitial = \"taylor_green\"\n";
@@ -226,7 +225,8 @@ std::string matrix_job(const MatrixCase& c, bool control) {
   } else if (m == "trt_smagorinsky_cavity") {
     // Walls all round and a lid ramped up: the wall fill (moving walls too, but fp16 sends those
     // to the boundary pass); TRT with the Smagorinsky eddy viscosity.
-    j += std::string("collision = \"trt\"\nmagic = 0.1\nramp_time = 0.01\nsmagorinsky = ") + (control ? "0.0" : "0.5") + "\n";
+    j += std::string("collision = \"trt\"\nmagic = 0.1\nramp_time = 0.01\nsmagorinsky = ") + (control ? "0.0" : "0.5") +
+         "\n";
     j += "initial = \"uniform\"\ninitial_velocity = " + vec("0.3", "-0.2", "0.1") + "\n";
     j += "[lbm.boundary]\nxlo = \"wall\"\nxhi = \"wall\"\nylo = \"wall\"\nyhi = \"moving_wall\"\n";
     j += "yhi_velocity = " + vec("2.0", "0.0", "1.0") + "\n";
@@ -246,7 +246,8 @@ std::string matrix_job(const MatrixCase& c, bool control) {
     j += "collision = \"trt\"\ninitial = \"poiseuille\"\nforce = " + vec("0.8", "0.0", "0.0") + "\n";
     j += std::string("obstacle_walls = \"") + (control ? "staircase" : "interpolated") + "\"\n";
     j += "[lbm.boundary]\nylo = \"wall\"\nyhi = \"wall\"\n";
-    j += "[lbm.obstacles.b]\nshape = \"box\"\nlo = " + vec("0.33", "0.27", "0.31") + "\nhi = " + vec("0.71", "0.58", "0.52") + "\n";
+    j += "[lbm.obstacles.b]\nshape = \"box\"\nlo = " + vec("0.33", "0.27", "0.31") +
+         "\nhi = " + vec("0.71", "0.58", "0.52") + "\n";
     if (three) j += "[lbm.obstacles.c]\nshape = \"cylinder\"\naxis = \"y\"\ncenter = [0.93, 0.0, 0.4]\nradius = 0.17\n";
   }
   return j;
@@ -274,7 +275,8 @@ std::vector<MatrixCase> matrix_cases() {
   std::vector<MatrixCase> v;
   for (const char* l : {"D2Q9", "D3Q19", "D3Q27"})
     for (const char* p : {"fp64", "fp32", "fp16"})
-      for (const char* m : {"bgk_force", "trt_smagorinsky_cavity", "bgk_smagorinsky_channel", "trt_poiseuille_obstacles"})
+      for (const char* m :
+           {"bgk_force", "trt_smagorinsky_cavity", "bgk_smagorinsky_channel", "trt_poiseuille_obstacles"})
         v.push_back({l, p, m});
   return v;
 }
