@@ -217,7 +217,8 @@ struct StreamCollide {
 // c_y, k - c_z, q) to the buffer of q, which holds the row (j - c_y, k - c_z) of population q
 // from one cell before the row to one after. The same arithmetic as the fp16 body (the conversions
 // are exact one way, round to nearest even the other, as the software ones): the same bits, NaN
-// payloads aside (a NaN is a diverged run, stopped by the health check).
+// payloads aside (a NaN is a diverged run, stopped by the health check). `inline` for the linker
+// (this header is in several kernel sources); noinline for the compiler (one call per row).
 inline __attribute__((target("avx512f"), noinline)) void half_row_to_float(const std::uint16_t* in, float* out, int m) {
   const __m512 scale = _mm512_set1_ps(3.0517578125e-05f);  // 2^-15, as Storage<uint16_t>::load
   int x = 0;
