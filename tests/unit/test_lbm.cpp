@@ -95,7 +95,7 @@ TEST(Half, RoundsToNearestEvenLikeTheCompiler) {
 }
 
 // fp16 storage: on an AVX-512 host the stream-collide kernel converts whole rows in hardware into
-// fp32 row buffers (lbm_kernels.cpp, stream_collide_half_rows). Its definition is "load each
+// fp32 row buffers (lbm_kernels_impl.hpp, stream_collide_half_rows). Its definition is "load each
 // population in software, run the fp32 body, store in software"; the row path must give exactly
 // those bits, for rows whose length is not a multiple of the 16-wide conversions, with a TRT and a
 // Smagorinsky collision and a body force. (Without AVX-512 both sides take the software path.)
