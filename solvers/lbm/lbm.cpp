@@ -493,7 +493,7 @@ class LbmModel : public Model {
     halo_ = std::make_unique<HaloExchange>(decomp_, ctx_.comm, ex, ghost_, L::Q, sizeof(S), "lbm.halo", false, needs);
     // The inner/rim split only serves to overlap MPI messages (CUDA); a rank whose every halo link
     // is a self-copy (one rank) has none, and runs its whole box in one launch.
-    overlap_ = has_remote_neighbour();
+    overlap_ = halo_->has_mpi_neighbors();
     if (overlap_) {
       inner_ = box_.grown({-1, -1, s_.ndim == 3 ? -1 : 0});
       rim_ = rim_boxes(box_, inner_);
@@ -546,20 +546,6 @@ class LbmModel : public Model {
                                                           box_, s_.params);
     f_.swap(g_);
     ++steps_;
-  }
-
-  // Whether a face, edge or corner neighbour of this rank is another rank (a message to wait for).
-  // Neighbours across a periodic axis that is not split are this rank itself: self-copies.
-  bool has_remote_neighbour() const {
-    const int me = ctx_.comm.rank();
-    for (int dz = -1; dz <= 1; ++dz)
-      for (int dy = -1; dy <= 1; ++dy)
-        for (int dx = -1; dx <= 1; ++dx) {
-          if (dx == 0 && dy == 0 && dz == 0) continue;
-          const int n = decomp_.neighbor(me, {dx, dy, dz});
-          if (n >= 0 && n != me) return true;
-        }
-    return false;
   }
 
   // Wall links into the walls' ghost cells (kernels: wall_fill), so that their cells need no
