@@ -1,0 +1,719 @@
+// The distributed FFT's plan, its transposes (MPI) and its 1D line transforms (FFTW on the host,
+// cuFFT on the GPU). Host code; the pack/unpack kernels are in fft_kernels.cpp.
+#include "mesh/fft.hpp"
+
+#include <fftw3.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+
+#include "core/strings.hpp"
+#include "core/timers.hpp"
+
+#ifdef CUMULUS_HAVE_CUDA
+#include <cuda_runtime.h>
+#include <cufft.h>
+#endif
+
+namespace cumulus {
+
+namespace {
+
+// FFTW's double and single precision interfaces under one name. Every plan is made with
+// FFTW_ESTIMATE: FFTW_MEASURE chooses among algorithms by timing them, so two runs (or two rank
+// counts) could round differently.
+template <class T>
+struct Fftw;
+template <>
+struct Fftw<double> {
+  using cpx = fftw_complex;
+  static void* c2c(int n, int howmany, void* in, void* out, int sign) {
+    return fftw_plan_many_dft(1, &n, howmany, static_cast<cpx*>(in), nullptr, 1, n, static_cast<cpx*>(out), nullptr, 1,
+                              n, sign, FFTW_ESTIMATE);
+  }
+  static void* r2c(int n, int howmany, void* in, void* out) {
+    return fftw_plan_many_dft_r2c(1, &n, howmany, static_cast<double*>(in), nullptr, 1, n, static_cast<cpx*>(out),
+                                  nullptr, 1, n / 2 + 1, FFTW_ESTIMATE);
+  }
+  static void* c2r(int n, int howmany, void* in, void* out) {
+    return fftw_plan_many_dft_c2r(1, &n, howmany, static_cast<cpx*>(in), nullptr, 1, n / 2 + 1,
+                                  static_cast<double*>(out), nullptr, 1, n, FFTW_ESTIMATE);
+  }
+  static void run_c2c(void* p, void* in, void* out) {
+    fftw_execute_dft(static_cast<fftw_plan>(p), static_cast<cpx*>(in), static_cast<cpx*>(out));
+  }
+  static void run_r2c(void* p, void* in, void* out) {
+    fftw_execute_dft_r2c(static_cast<fftw_plan>(p), static_cast<double*>(in), static_cast<cpx*>(out));
+  }
+  static void run_c2r(void* p, void* in, void* out) {
+    fftw_execute_dft_c2r(static_cast<fftw_plan>(p), static_cast<cpx*>(in), static_cast<double*>(out));
+  }
+  static void destroy(void* p) { fftw_destroy_plan(static_cast<fftw_plan>(p)); }
+};
+template <>
+struct Fftw<float> {
+  using cpx = fftwf_complex;
+  static void* c2c(int n, int howmany, void* in, void* out, int sign) {
+    return fftwf_plan_many_dft(1, &n, howmany, static_cast<cpx*>(in), nullptr, 1, n, static_cast<cpx*>(out), nullptr,
+                               1, n, sign, FFTW_ESTIMATE);
+  }
+  static void* r2c(int n, int howmany, void* in, void* out) {
+    return fftwf_plan_many_dft_r2c(1, &n, howmany, static_cast<float*>(in), nullptr, 1, n, static_cast<cpx*>(out),
+                                   nullptr, 1, n / 2 + 1, FFTW_ESTIMATE);
+  }
+  static void* c2r(int n, int howmany, void* in, void* out) {
+    return fftwf_plan_many_dft_c2r(1, &n, howmany, static_cast<cpx*>(in), nullptr, 1, n / 2 + 1,
+                                   static_cast<float*>(out), nullptr, 1, n, FFTW_ESTIMATE);
+  }
+  static void run_c2c(void* p, void* in, void* out) {
+    fftwf_execute_dft(static_cast<fftwf_plan>(p), static_cast<cpx*>(in), static_cast<cpx*>(out));
+  }
+  static void run_r2c(void* p, void* in, void* out) {
+    fftwf_execute_dft_r2c(static_cast<fftwf_plan>(p), static_cast<float*>(in), static_cast<cpx*>(out));
+  }
+  static void run_c2r(void* p, void* in, void* out) {
+    fftwf_execute_dft_c2r(static_cast<fftwf_plan>(p), static_cast<cpx*>(in), static_cast<float*>(out));
+  }
+  static void destroy(void* p) { fftwf_destroy_plan(static_cast<fftwf_plan>(p)); }
+};
+
+#ifdef CUMULUS_HAVE_CUDA
+void cufft_check(cufftResult r, const char* what) {
+  if (r != CUFFT_SUCCESS) throw Error(strprintf("cuFFT: %s failed (cufftResult %d)", what, static_cast<int>(r)));
+}
+#endif
+
+// Lines per host batch. Fixed (not derived from the rank count), so that every line is transformed
+// by the same FFTW plan at every rank count; 16 lines keep every batch's start 64-byte aligned in
+// both precisions (the alignment FFTW planned for: Buffer's host memory), and a multiple of any
+// SIMD width FFTW may vectorise across lines, so no line falls into a remainder loop.
+constexpr int kHostBatch = 16;
+// Lines per cuFFT batch: about 2^21 elements a launch (launch overhead amortised), from the longest
+// axis, so again from the global sizes only.
+int cuda_batch(const Index3& n) {
+  const int longest = std::max({n[0], n[1], n[2]});
+  int b = 1;
+  while (2 * b * static_cast<std::int64_t>(longest) <= (std::int64_t{1} << 21)) b *= 2;
+  return b;
+}
+
+const char* axis_name(int a) { return a == 0 ? "x" : (a == 1 ? "y" : "z"); }
+
+}  // namespace
+
+// ---- process grid -------------------------------------------------------------------------------
+
+template <class T>
+std::vector<FftProcessGrid> FftPlan<T>::feasible_grids(const Index3& n, FftKind kind, int nranks) {
+  if (n[0] <= 0 || n[1] <= 0 || n[2] <= 0 || nranks <= 0)
+    throw InputError(strprintf("FFT of %dx%dx%d cells on %d ranks: every size must be positive", n[0], n[1], n[2],
+                               nranks));
+  const int m0 = kind == FftKind::real_to_complex ? n[0] / 2 + 1 : n[0];
+  std::vector<FftProcessGrid> out;
+  for (int p1 = 1; p1 <= nranks; ++p1) {
+    if (nranks % p1) continue;
+    const int p2 = nranks / p1;
+    bool ok;
+    if (n[2] == 1)  // 2D: x-lines split y over P1, then y-lines split kx over P1
+      ok = p2 == 1 && n[1] >= p1 && m0 >= p1;
+    else  // x-pencils split (y, z), y-pencils (kx, z), z-pencils (kx, ky)
+      ok = n[1] >= p1 && n[2] >= p2 && m0 >= p1 && n[1] >= p2;
+    if (ok) out.push_back({p1, p2});
+  }
+  if (out.empty())
+    throw InputError(strprintf(
+        "an FFT of %dx%dx%d cells cannot be split over %d ranks: a P1 x P2 process grid needs at least P1 cells "
+        "along y and along the %d stored x-wavenumbers, and P2 along z and along y; use fewer ranks",
+        n[0], n[1], n[2], nranks, m0));
+  return out;
+}
+
+// Fewest bytes through MPI: a transpose in a group of p ranks sends the fraction 1 - 1/p of the
+// data, so a slab (one transpose over all ranks) beats pencils (two) whenever the sizes allow one,
+// and among pencils the most uneven grid wins; ties go to the smaller P1.
+template <class T>
+FftProcessGrid FftPlan<T>::choose_grid(const Index3& n, FftKind kind, int nranks) {
+  const auto grids = feasible_grids(n, kind, nranks);
+  FftProcessGrid best = grids.front();
+  double best_cost = 1e300;
+  for (const auto& g : grids) {
+    const double cost = (1.0 - 1.0 / g.p1) + (1.0 - 1.0 / g.p2);
+    if (cost < best_cost - 1e-12) {
+      best_cost = cost;
+      best = g;
+    }
+  }
+  return best;
+}
+
+// ---- set-up -------------------------------------------------------------------------------------
+
+template <class T>
+FftPlan<T>::FftPlan(const CartesianDecomposition& bricks, const Comm& comm, const Exec& exec, FftKind kind,
+                    FftProcessGrid grid, bool force_staging)
+    : comm_(comm), exec_(exec), kind_(kind), n_(bricks.global_cells()) {
+  if (bricks.nranks() != comm.size())
+    throw Error(strprintf("FftPlan: the decomposition has %d ranks, the communicator %d", bricks.nranks(), comm.size()));
+  const auto grids = feasible_grids(n_, kind, comm.size());
+  m0_ = kind == FftKind::real_to_complex ? n_[0] / 2 + 1 : n_[0];
+  if (grid.p1 == 0 && grid.p2 == 0) {
+    grid_ = choose_grid(n_, kind, comm.size());
+  } else {
+    if (std::find(grids.begin(), grids.end(), grid) == grids.end())
+      throw InputError(strprintf("an FFT of %dx%dx%d cells cannot use a %d x %d process grid on %d ranks (P1 x P2 "
+                                 "must be the rank count, P2 = 1 in 2D, and each rank needs at least one line: "
+                                 "P1 <= %d and P1 <= %d, P2 <= %d and P2 <= %d)",
+                                 n_[0], n_[1], n_[2], grid.p1, grid.p2, comm.size(), n_[1], m0_, n_[2], n_[1]));
+    grid_ = grid;
+  }
+  p1_index_ = comm.rank() % grid_.p1;
+  p2_index_ = comm.rank() / grid_.p1;
+  brick_ = bricks.box_of(comm.rank());
+  batch_ = exec.is_cuda() ? cuda_batch(n_) : kHostBatch;
+  staged_ = force_staging || (exec.is_cuda() && !Comm::cuda_aware());
+
+  make_stages();
+  check_memory();
+  // Row: the ranks that share p2 (ordered by p1); column: those that share p1 (ordered by p2).
+  mpi_check(MPI_Comm_split(comm.raw(), p2_index_, p1_index_, &row_), "MPI_Comm_split (FFT rows)");
+  mpi_check(MPI_Comm_split(comm.raw(), p1_index_, p2_index_, &col_), "MPI_Comm_split (FFT columns)");
+  mpi_check(MPI_Type_contiguous(static_cast<int>(sizeof(T)), MPI_BYTE, &real_type_), "MPI_Type_contiguous");
+  mpi_check(MPI_Type_commit(&real_type_), "MPI_Type_commit");
+  mpi_check(MPI_Type_contiguous(static_cast<int>(sizeof(Complex)), MPI_BYTE, &complex_type_), "MPI_Type_contiguous");
+  mpi_check(MPI_Type_commit(&complex_type_), "MPI_Type_commit");
+  make_transposes(bricks);
+
+  std::int64_t work = 0, buf = 0;
+  for (int s = 0; s <= last_stage(); ++s)
+    work = std::max(work, stage_[s].padded_lines * (s == 0 ? std::max(n_[0], m0_) : n_[stage_[s].axis]));
+  for (const Transpose* t : {&to_pencils_, &x_to_y_, &y_to_z_}) buf = std::max({buf, t->send_total, t->recv_total});
+  const Backend space = exec.backend();
+  work_a_ = Buffer<Complex>(space, static_cast<std::size_t>(work), "fft.work_a");
+  work_b_ = Buffer<Complex>(space, static_cast<std::size_t>(work), "fft.work_b");
+  send_ = Buffer<unsigned char>(space, static_cast<std::size_t>(buf) * sizeof(Complex), "fft.send");
+  recv_ = Buffer<unsigned char>(space, static_cast<std::size_t>(buf) * sizeof(Complex), "fft.recv");
+  if (space == Backend::cuda) {
+    // Padding lines are never read into a real line (batched lines are independent); zeroed once
+    // so that no uninitialised memory is ever transformed.
+    const std::vector<Complex> zeros(static_cast<std::size_t>(work), Complex{0, 0});
+    work_a_.from_host(exec, zeros);
+    work_b_.from_host(exec, zeros);
+  }
+  if (staged_) {
+    send_host_ = memory::allocate_pinned(send_.bytes());
+    recv_host_ = memory::allocate_pinned(recv_.bytes());
+  }
+  make_line_plans();
+}
+
+template <class T>
+FftPlan<T>::~FftPlan() {
+  for (int p = 0; p < 6; ++p)
+    if (host_plans_[p]) Fftw<T>::destroy(host_plans_[p]);
+#ifdef CUMULUS_HAVE_CUDA
+  if (cuda_plans_made_)
+    for (int p = 0; p < 6; ++p)
+      if (cuda_plans_[p]) cufftDestroy(cuda_plans_[p]);
+#endif
+  memory::release_pinned(send_host_);
+  memory::release_pinned(recv_host_);
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  if (row_ != MPI_COMM_NULL) MPI_Comm_free(&row_);
+  if (col_ != MPI_COMM_NULL) MPI_Comm_free(&col_);
+  if (real_type_ != MPI_DATATYPE_NULL) MPI_Type_free(&real_type_);
+  if (complex_type_ != MPI_DATATYPE_NULL) MPI_Type_free(&complex_type_);
+}
+
+namespace {
+// Stage s's box for the rank at (p1, p2) of the process grid: the transform axis whole, the other
+// two split (split_lo: as evenly as possible, as CartesianDecomposition splits).
+Box stage_box(int s, int p1, int p2, const FftProcessGrid& g, const Index3& n, int m0) {
+  auto part = [](int cells, int parts, int index, int& lo, int& hi) {
+    lo = split_lo(cells, parts, index);
+    hi = split_lo(cells, parts, index + 1);
+  };
+  Box b(0, 0, 0, m0, n[1], n[2]);
+  if (s == 0) {  // x-lines: y over P1, z over P2
+    part(n[1], g.p1, p1, b.lo[1], b.hi[1]);
+    part(n[2], g.p2, p2, b.lo[2], b.hi[2]);
+  } else if (s == 1) {  // y-lines: kx over P1, z over P2
+    part(m0, g.p1, p1, b.lo[0], b.hi[0]);
+    part(n[2], g.p2, p2, b.lo[2], b.hi[2]);
+  } else {  // z-lines: kx over P1, ky over P2
+    part(m0, g.p1, p1, b.lo[0], b.hi[0]);
+    part(n[1], g.p2, p2, b.lo[1], b.hi[1]);
+  }
+  return b;
+}
+}  // namespace
+
+template <class T>
+void FftPlan<T>::make_stages() {
+  for (int s = 0; s <= last_stage(); ++s) {
+    Stage& st = stage_[s];
+    st.box = stage_box(s, p1_index_, p2_index_, grid_, n_, m0_);
+    st.axis = s;
+    // The transform axis is contiguous; then x (for the y and z stages), then the remaining axis.
+    const int a = s, b = s == 0 ? 1 : 0, c = s == 2 ? 1 : 2;
+    st.stride[a] = 1;
+    st.stride[b] = st.box.size(a);
+    st.stride[c] = st.stride[b] * st.box.size(b);
+    st.lines = st.box.volume() / st.box.size(a);
+    st.padded_lines = (st.lines + batch_ - 1) / batch_ * batch_;
+  }
+}
+
+template <class T>
+void FftPlan<T>::check_memory() const {
+  // Per rank: two work arrays of padded lines, the send and receive buffers, the caller's spectrum
+  // (estimated from the largest stage; the plan's sizes are exact to within the padding).
+  double cells = 0, lines_pad = 0;
+  for (int s = 0; s <= last_stage(); ++s) {
+    cells = std::max(cells, static_cast<double>(stage_[s].box.volume()));
+    lines_pad = std::max(lines_pad, static_cast<double>(stage_[s].padded_lines) * std::max(n_[0], n_[1]));
+  }
+  const double bytes = (2 * std::max(cells, lines_pad) + 3 * cells) * sizeof(Complex);
+  if (cells > static_cast<double>(INT_MAX))
+    throw InputError(strprintf("an FFT of %dx%dx%d cells puts %.3g cells on a rank, more than one MPI_Alltoallv "
+                               "moves (2^31 - 1 elements): use more ranks",
+                               n_[0], n_[1], n_[2], cells));
+  double have = 0;
+  const char* where = "host";
+  if (exec_.is_cuda()) {
+#ifdef CUMULUS_HAVE_CUDA
+    std::size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) have = static_cast<double>(total_b);
+    where = "GPU";
+#endif
+  } else {
+    // The ranks on this node share its memory.
+    MPI_Comm node;
+    mpi_check(MPI_Comm_split_type(comm_.raw(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+    int node_ranks = 1;
+    MPI_Comm_size(node, &node_ranks);
+    MPI_Comm_free(&node);
+    have = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE)) / node_ranks;
+  }
+  if (have > 0 && bytes > have)
+    throw InputError(strprintf("an FFT of %dx%dx%d cells needs about %.3g GB per rank on %d ranks, more than the "
+                               "%.3g GB of %s memory a rank has: use more ranks or a smaller grid",
+                               n_[0], n_[1], n_[2], bytes / 1e9, comm_.size(), have / 1e9, where));
+}
+
+namespace {
+// Fills a transpose from the boxes each member holds before (src) and after (dst): this rank sends
+// its src box's part of each member's dst box, and receives its dst box's part of each member's src.
+template <class Tr>
+void fill_transpose(Tr& t, MPI_Comm comm, const Box& my_src, const Box& my_dst, const std::vector<Box>& src_of,
+                    const std::vector<Box>& dst_of, const Index3& n) {
+  t.comm = comm;
+  const int members = static_cast<int>(src_of.size());
+  t.send.resize(members);
+  t.recv.resize(members);
+  t.send_count.assign(members, 0);
+  t.send_displ.assign(members, 0);
+  t.recv_count.assign(members, 0);
+  t.recv_displ.assign(members, 0);
+  std::int64_t so = 0, ro = 0;
+  for (int m = 0; m < members; ++m) {
+    t.send[m] = my_src.intersect(dst_of[m]);
+    t.recv[m] = src_of[m].intersect(my_dst);
+    const std::int64_t sv = t.send[m].empty() ? 0 : t.send[m].volume();
+    const std::int64_t rv = t.recv[m].empty() ? 0 : t.recv[m].volume();
+    t.send_displ[m] = static_cast<int>(so);
+    t.recv_displ[m] = static_cast<int>(ro);
+    t.send_count[m] = static_cast<int>(sv);
+    t.recv_count[m] = static_cast<int>(rv);
+    so += sv;
+    ro += rv;
+  }
+  if (so > INT_MAX || ro > INT_MAX)
+    throw InputError(strprintf("an FFT of %dx%dx%d cells moves more than 2^31 - 1 elements per rank in one "
+                               "transpose: use more ranks",
+                               n[0], n[1], n[2]));
+  t.send_total = so;
+  t.recv_total = ro;
+}
+}  // namespace
+
+template <class T>
+void FftPlan<T>::make_transposes(const CartesianDecomposition& bricks) {
+  const int nranks = comm_.size();
+  // Bricks to x-pencils, over the whole communicator. The x-pencils of the input side hold N0 cells
+  // along x (real values, or complex of a complex-to-complex transform).
+  std::vector<Box> bricks_of(nranks), xin_of(nranks);
+  auto xin = [&](int p1, int p2) {
+    Box b = stage_box(0, p1, p2, grid_, n_, m0_);
+    b.hi[0] = n_[0];
+    return b;
+  };
+  for (int r = 0; r < nranks; ++r) {
+    bricks_of[r] = bricks.box_of(r);
+    xin_of[r] = xin(r % grid_.p1, r / grid_.p1);
+  }
+  fill_transpose(to_pencils_, comm_.raw(), brick_, xin(p1_index_, p2_index_), bricks_of, xin_of, n_);
+  // x to y within the row (members differ in p1), y to z within the column (members differ in p2).
+  std::vector<Box> a(grid_.p1), b(grid_.p1);
+  for (int m = 0; m < grid_.p1; ++m) {
+    a[m] = stage_box(0, m, p2_index_, grid_, n_, m0_);
+    b[m] = stage_box(1, m, p2_index_, grid_, n_, m0_);
+  }
+  fill_transpose(x_to_y_, row_, stage_[0].box, stage_[1].box, a, b, n_);
+  if (last_stage() == 2) {
+    std::vector<Box> c(grid_.p2), d(grid_.p2);
+    for (int m = 0; m < grid_.p2; ++m) {
+      c[m] = stage_box(1, p1_index_, m, grid_, n_, m0_);
+      d[m] = stage_box(2, p1_index_, m, grid_, n_, m0_);
+    }
+    fill_transpose(y_to_z_, col_, stage_[1].box, stage_[2].box, c, d, n_);
+  }
+}
+
+template <class T>
+void FftPlan<T>::make_line_plans() {
+  const bool r2c = kind_ == FftKind::real_to_complex;
+  if (!exec_.is_cuda()) {
+    for (int s = 0; s <= last_stage(); ++s) {
+      const int n = n_[s];
+      void* a = work_a_.data();
+      void* b = work_b_.data();
+      void*& fwd = host_plans_[2 * s];
+      void*& bwd = host_plans_[2 * s + 1];
+      fwd = (s == 0 && r2c) ? Fftw<T>::r2c(n, batch_, a, b) : Fftw<T>::c2c(n, batch_, a, b, FFTW_FORWARD);
+      bwd = (s == 0 && r2c) ? Fftw<T>::c2r(n, batch_, a, b) : Fftw<T>::c2c(n, batch_, a, b, FFTW_BACKWARD);
+      if (!fwd || !bwd) throw Error(strprintf("FFTW: no plan for %d-point lines along %s", n, axis_name(s)));
+    }
+    return;
+  }
+#ifdef CUMULUS_HAVE_CUDA
+  constexpr bool dbl = sizeof(T) == 8;
+  std::size_t most = 0;
+  cuda_plans_made_ = true;
+  for (int s = 0; s <= last_stage(); ++s) {
+    int n = n_[s];
+    for (int dir = 0; dir < 2; ++dir) {
+      cufftHandle h = 0;
+      cufft_check(cufftCreate(&h), "cufftCreate");
+      cuda_plans_[2 * s + dir] = h;
+      // The work area comes from one Buffer made below, shared: the plans run one after another
+      // on the Exec's stream.
+      cufft_check(cufftSetAutoAllocation(h, 0), "cufftSetAutoAllocation");
+      cufftType type;
+      int in_len = n, out_len = n;
+      if (s == 0 && r2c) {
+        type = dir == 0 ? (dbl ? CUFFT_D2Z : CUFFT_R2C) : (dbl ? CUFFT_Z2D : CUFFT_C2R);
+        (dir == 0 ? out_len : in_len) = n / 2 + 1;
+      } else {
+        type = dbl ? CUFFT_Z2Z : CUFFT_C2C;
+      }
+      std::size_t ws = 0;
+      cufft_check(cufftMakePlanMany(h, 1, &n, &in_len, 1, in_len, &out_len, 1, out_len, type, batch_, &ws),
+                  "cufftMakePlanMany");
+      most = std::max(most, ws);
+      cufft_check(cufftSetStream(h, exec_.stream()), "cufftSetStream");
+    }
+  }
+  cuda_work_ = Buffer<unsigned char>(Backend::cuda, std::max<std::size_t>(most, 1), "fft.cufft_work");
+  for (int p = 0; p < 2 * (last_stage() + 1); ++p)
+    cufft_check(cufftSetWorkArea(cuda_plans_[p], cuda_work_.data()), "cufftSetWorkArea");
+#else
+  throw Error("FftPlan: a CUDA Exec in a build without CUDA");
+#endif
+}
+
+// ---- transforms ---------------------------------------------------------------------------------
+
+template <class T>
+void FftPlan<T>::lines(int s, bool forward, const void* in_c, void* out) {
+  const double t0 = wall_seconds();
+  const Stage& st = stage_[s];
+  const bool real_side = s == 0 && kind_ == FftKind::real_to_complex;
+  void* in = const_cast<void*>(in_c);  // FFTW and cuFFT take non-const inputs (c2c out-of-place keeps them)
+  const int n = n_[s];
+  // Elements (of T for real lines, of Complex otherwise) per line, before and after.
+  const std::int64_t len_in = real_side && forward ? n : (real_side ? n / 2 + 1 : n);
+  const std::int64_t len_out = real_side && !forward ? n : (real_side ? n / 2 + 1 : n);
+  const std::size_t esize_in = real_side && forward ? sizeof(T) : sizeof(Complex);
+  const std::size_t esize_out = real_side && !forward ? sizeof(T) : sizeof(Complex);
+  const std::int64_t batches = st.padded_lines / batch_;
+  const std::size_t step_in = static_cast<std::size_t>(batch_ * len_in) * esize_in;
+  const std::size_t step_out = static_cast<std::size_t>(batch_ * len_out) * esize_out;
+  auto* pin = static_cast<unsigned char*>(in);
+  auto* pout = static_cast<unsigned char*>(out);
+  const int p = 2 * s + (forward ? 0 : 1);
+  if (!exec_.is_cuda()) {
+    void* plan = host_plans_[p];
+    // Batches over the OpenMP threads, each with the same plan (FFTW's new-array execute is thread
+    // safe): a line's bits do not depend on the thread count, as they would with FFTW's own threads
+    // splitting a batch differently.
+#pragma omp parallel for schedule(static) if (batches > 1)
+    for (std::int64_t b = 0; b < batches; ++b) {
+      void* i = pin + b * step_in;
+      void* o = pout + b * step_out;
+      if (!real_side)
+        Fftw<T>::run_c2c(plan, i, o);
+      else if (forward)
+        Fftw<T>::run_r2c(plan, i, o);
+      else
+        Fftw<T>::run_c2r(plan, i, o);
+    }
+  } else {
+#ifdef CUMULUS_HAVE_CUDA
+    const cufftHandle h = cuda_plans_[p];
+    constexpr bool dbl = sizeof(T) == 8;
+    for (std::int64_t b = 0; b < batches; ++b) {
+      void* i = pin + b * step_in;
+      void* o = pout + b * step_out;
+      cufftResult r;
+      if constexpr (dbl) {
+        if (!real_side)
+          r = cufftExecZ2Z(h, static_cast<cufftDoubleComplex*>(i), static_cast<cufftDoubleComplex*>(o),
+                           forward ? CUFFT_FORWARD : CUFFT_INVERSE);
+        else if (forward)
+          r = cufftExecD2Z(h, static_cast<cufftDoubleReal*>(i), static_cast<cufftDoubleComplex*>(o));
+        else
+          r = cufftExecZ2D(h, static_cast<cufftDoubleComplex*>(i), static_cast<cufftDoubleReal*>(o));
+      } else {
+        if (!real_side)
+          r = cufftExecC2C(h, static_cast<cufftComplex*>(i), static_cast<cufftComplex*>(o),
+                           forward ? CUFFT_FORWARD : CUFFT_INVERSE);
+        else if (forward)
+          r = cufftExecR2C(h, static_cast<cufftReal*>(i), static_cast<cufftComplex*>(o));
+        else
+          r = cufftExecC2R(h, static_cast<cufftComplex*>(i), static_cast<cufftReal*>(o));
+      }
+      cufft_check(r, "cufftExec");
+    }
+#endif
+  }
+  t_lines_ += wall_seconds() - t0;
+}
+
+template <class T>
+template <class E>
+void FftPlan<T>::transpose(const Transpose& t, bool reverse, const StridedView<E>& src, const StridedView<E>& dst,
+                           const char* label_pack, const char* label_unpack) {
+  const double t0 = wall_seconds();
+  const auto& out_box = reverse ? t.recv : t.send;
+  const auto& in_box = reverse ? t.send : t.recv;
+  const auto& out_count = reverse ? t.recv_count : t.send_count;
+  const auto& out_displ = reverse ? t.recv_displ : t.send_displ;
+  const auto& in_count = reverse ? t.send_count : t.recv_count;
+  const auto& in_displ = reverse ? t.send_displ : t.recv_displ;
+  const std::int64_t out_total = reverse ? t.recv_total : t.send_total;
+  const std::int64_t in_total = reverse ? t.send_total : t.recv_total;
+  E* sbuf = reinterpret_cast<E*>(send_.data());
+  E* rbuf = reinterpret_cast<E*>(recv_.data());
+  const int members = static_cast<int>(out_box.size());
+  for (int m = 0; m < members; ++m)
+    if (out_count[m] > 0) CUMULUS_KERNEL(exec_, fft_kernels, pack<E>)(exec_, label_pack, src, out_box[m], sbuf + out_displ[m]);
+  if (members == 1) {
+    rbuf = sbuf;  // the whole exchange is with this rank itself: unpack what was packed
+  } else {
+    const MPI_Datatype type = sizeof(E) == sizeof(T) ? real_type_ : complex_type_;
+    void* s = staged_ ? send_host_ : static_cast<void*>(sbuf);
+    void* r = staged_ ? recv_host_ : static_cast<void*>(rbuf);
+    if (staged_) memory::copy_async(exec_, Backend::host, s, exec_.backend(), sbuf, out_total * sizeof(E));
+    exec_.synchronize();  // packed data must be complete before MPI reads it
+    mpi_check(MPI_Alltoallv(s, out_count.data(), out_displ.data(), type, r, in_count.data(), in_displ.data(), type,
+                            t.comm),
+              "MPI_Alltoallv (FFT transpose)");
+    if (staged_) memory::copy_async(exec_, exec_.backend(), rbuf, Backend::host, r, in_total * sizeof(E));
+  }
+  for (int m = 0; m < members; ++m)
+    if (in_count[m] > 0) CUMULUS_KERNEL(exec_, fft_kernels, unpack<E>)(exec_, label_unpack, dst, in_box[m], rbuf + in_displ[m]);
+  t_transposes_ += wall_seconds() - t0;
+}
+
+template <class T>
+StridedView<typename FftPlan<T>::Complex> FftPlan<T>::stage_view(int s, Complex* data) const {
+  const Stage& st = stage_[s];
+  return StridedView<Complex>{data, st.box.lo[0], st.box.lo[1], st.box.lo[2], st.stride[0], st.stride[1], st.stride[2]};
+}
+
+template <class T>
+StridedView<T> FftPlan<T>::real_view(T* data) const {
+  const Box& b = stage_[0].box;
+  return StridedView<T>{data, 0, b.lo[1], b.lo[2], 1, n_[0], static_cast<std::int64_t>(n_[0]) * b.size(1)};
+}
+
+template <class T>
+StridedView<typename FftPlan<T>::Complex> FftPlan<T>::spectral_view(const Buffer<Complex>& b) const {
+  return stage_view(last_stage(), b.data());
+}
+
+template <class T>
+std::size_t FftPlan<T>::spectral_buffer_size() const {
+  const Stage& st = stage_[last_stage()];
+  return static_cast<std::size_t>(st.padded_lines * st.box.size(st.axis));
+}
+
+template <class T>
+Buffer<typename FftPlan<T>::Complex> FftPlan<T>::make_spectral_buffer() const {
+  Buffer<Complex> b(exec_.backend(), spectral_buffer_size(), "fft.spectrum");
+  if (exec_.is_cuda()) b.from_host(exec_, std::vector<Complex>(b.size(), Complex{0, 0}));
+  return b;
+}
+
+template <class T>
+void FftPlan<T>::check_spectral(const Buffer<Complex>& b, const char* what) const {
+  if (b.size() < spectral_buffer_size() || b.space() != exec_.backend())
+    throw Error(strprintf("FftPlan::%s: the spectral buffer holds %zu elements in %s memory, the plan needs %zu in %s "
+                          "memory (make_spectral_buffer)",
+                          what, b.size(), to_string(b.space()), spectral_buffer_size(), to_string(exec_.backend())));
+}
+
+namespace {
+template <class E>
+StridedView<E> brick_view(const View<E>& v) {
+  return StridedView<E>{v.data, v.lo0, v.lo1, v.lo2, 1, v.sj, v.sk};
+}
+}  // namespace
+
+template <class T>
+template <class E>
+void FftPlan<T>::forward_impl(const StridedView<E>& in) {
+  // Bricks to x-pencils, x-lines (a -> b), x to y, y-lines, [y to z, z-lines]; the last stage's
+  // lines are written to the caller's spectrum by the caller of this function.
+  E* a_in = reinterpret_cast<E*>(work_a_.data());
+  const Stage& x = stage_[0];
+  const StridedView<E> xin{a_in, 0, x.box.lo[1], x.box.lo[2], 1, n_[0], static_cast<std::int64_t>(n_[0]) * x.box.size(1)};
+  transpose(to_pencils_, false, in, xin, "fft.pack", "fft.unpack");
+  lines(0, true, work_a_.data(), work_b_.data());
+  transpose(x_to_y_, false, stage_view(0, work_b_.data()), stage_view(1, work_a_.data()), "fft.pack", "fft.unpack");
+  if (last_stage() == 2) {
+    lines(1, true, work_a_.data(), work_b_.data());
+    transpose(y_to_z_, false, stage_view(1, work_b_.data()), stage_view(2, work_a_.data()), "fft.pack", "fft.unpack");
+  }
+}
+
+template <class T>
+template <class E>
+void FftPlan<T>::backward_impl(const StridedView<E>& out) {
+  // The caller has transformed the last stage's lines into work_b.
+  if (last_stage() == 2) {
+    transpose(y_to_z_, true, stage_view(2, work_b_.data()), stage_view(1, work_a_.data()), "fft.pack", "fft.unpack");
+    lines(1, false, work_a_.data(), work_b_.data());
+  }
+  transpose(x_to_y_, true, stage_view(1, work_b_.data()), stage_view(0, work_a_.data()), "fft.pack", "fft.unpack");
+  lines(0, false, work_a_.data(), work_b_.data());
+  E* b_out = reinterpret_cast<E*>(work_b_.data());
+  const Stage& x = stage_[0];
+  const StridedView<E> xout{b_out, 0, x.box.lo[1], x.box.lo[2], 1, n_[0], static_cast<std::int64_t>(n_[0]) * x.box.size(1)};
+  transpose(to_pencils_, true, xout, out, "fft.pack", "fft.unpack");
+}
+
+template <class T>
+void FftPlan<T>::forward(const View<T>& in, Buffer<Complex>& out) {
+  if (kind_ != FftKind::real_to_complex) throw Error("FftPlan::forward: a real input to a complex-to-complex plan");
+  check_spectral(out, "forward");
+  forward_impl(brick_view(in));
+  lines(last_stage(), true, work_a_.data(), out.data());
+}
+
+template <class T>
+void FftPlan<T>::forward(const View<Complex>& in, Buffer<Complex>& out) {
+  if (kind_ != FftKind::complex_to_complex) throw Error("FftPlan::forward: a complex input to a real-to-complex plan");
+  check_spectral(out, "forward");
+  forward_impl(brick_view(in));
+  lines(last_stage(), true, work_a_.data(), out.data());
+}
+
+template <class T>
+void FftPlan<T>::backward(const Buffer<Complex>& in, const View<T>& out) {
+  if (kind_ != FftKind::real_to_complex) throw Error("FftPlan::backward: a real output from a complex-to-complex plan");
+  check_spectral(in, "backward");
+  lines(last_stage(), false, in.data(), work_b_.data());
+  backward_impl(brick_view(out));
+}
+
+template <class T>
+void FftPlan<T>::backward(const Buffer<Complex>& in, const View<Complex>& out) {
+  if (kind_ != FftKind::complex_to_complex) throw Error("FftPlan::backward: a complex output from a real-to-complex plan");
+  check_spectral(in, "backward");
+  lines(last_stage(), false, in.data(), work_b_.data());
+  backward_impl(brick_view(out));
+}
+
+// ---- description, gathering ---------------------------------------------------------------------
+
+template <class T>
+std::int64_t FftPlan<T>::bytes_sent_per_transform() const {
+  std::int64_t bytes = 0;
+  const int me[3] = {comm_.rank(), p1_index_, p2_index_};
+  const Transpose* ts[3] = {&to_pencils_, &x_to_y_, &y_to_z_};
+  for (int n = 0; n < 3; ++n) {
+    const Transpose& t = *ts[n];
+    const std::size_t esize = (n == 0 && kind_ == FftKind::real_to_complex) ? sizeof(T) : sizeof(Complex);
+    for (std::size_t m = 0; m < t.send_count.size(); ++m)
+      if (static_cast<int>(m) != me[n]) bytes += static_cast<std::int64_t>(t.send_count[m]) * static_cast<std::int64_t>(esize);
+  }
+  return bytes;
+}
+
+template <class T>
+std::string FftPlan<T>::describe() const {
+  const char* k = kind_ == FftKind::real_to_complex ? "real-to-complex" : "complex-to-complex";
+  std::string shape;
+  if (n_[2] == 1)
+    shape = strprintf("%d ranks along y (x-pencils), then along kx (y-pencils: the spectrum)", grid_.p1);
+  else if (grid_.p1 == 1 || grid_.p2 == 1)
+    shape = strprintf("slabs: %d x %d process grid, one transpose through MPI", grid_.p1, grid_.p2);
+  else
+    shape = strprintf("pencils: %d x %d process grid (x-lines split y by %d and z by %d; the spectrum in z-pencils)",
+                      grid_.p1, grid_.p2, grid_.p1, grid_.p2);
+  return strprintf("FFT %dx%dx%d %s, %s precision, on %d ranks (%s): %s; 1D lines in batches of %d (%s)%s", n_[0],
+                   n_[1], n_[2], k, sizeof(T) == 8 ? "double" : "single", comm_.size(), to_string(exec_.backend()),
+                   shape.c_str(), batch_, exec_.is_cuda() ? "cuFFT" : "FFTW_ESTIMATE",
+                   staged_ ? "; MPI through pinned host buffers" : "");
+}
+
+template <class T>
+std::vector<typename FftPlan<T>::Complex> FftPlan<T>::gather_spectrum(const Buffer<Complex>& b, int root) const {
+  check_spectral(b, "gather_spectrum");
+  const std::vector<Complex> local = b.to_host(exec_);
+  const Box mine = spectral_box();
+  const StridedView<const Complex> v{local.data(), mine.lo[0], mine.lo[1], mine.lo[2], stage_[last_stage()].stride[0],
+                                     stage_[last_stage()].stride[1], stage_[last_stage()].stride[2]};
+  std::vector<Complex> packed;
+  packed.reserve(static_cast<std::size_t>(mine.volume()));
+  for (int k = mine.lo[2]; k < mine.hi[2]; ++k)
+    for (int j = mine.lo[1]; j < mine.hi[1]; ++j)
+      for (int i = mine.lo[0]; i < mine.hi[0]; ++i) packed.push_back(v(i, j, k));
+  const int nranks = comm_.size();
+  std::vector<int> counts(nranks), displs(nranks);
+  std::vector<Box> boxes(nranks);
+  std::int64_t total = 0;
+  for (int r = 0; r < nranks; ++r) {
+    boxes[r] = stage_box(last_stage(), r % grid_.p1, r / grid_.p1, grid_, n_, m0_);
+    counts[r] = static_cast<int>(boxes[r].volume());
+    displs[r] = static_cast<int>(total);
+    total += boxes[r].volume();
+  }
+  const bool am_root = comm_.rank() == root;
+  std::vector<Complex> all(am_root ? static_cast<std::size_t>(total) : 0);
+  mpi_check(MPI_Gatherv(packed.data(), static_cast<int>(packed.size()), complex_type_, all.data(), counts.data(),
+                        displs.data(), complex_type_, root, comm_.raw()),
+            "MPI_Gatherv (FFT spectrum)");
+  if (!am_root) return {};
+  const Box g = spectral_global_box();
+  std::vector<Complex> out(static_cast<std::size_t>(g.volume()));
+  for (int r = 0; r < nranks; ++r) {
+    const Box& bx = boxes[r];
+    std::size_t n = static_cast<std::size_t>(displs[r]);
+    for (int k = bx.lo[2]; k < bx.hi[2]; ++k)
+      for (int j = bx.lo[1]; j < bx.hi[1]; ++j)
+        for (int i = bx.lo[0]; i < bx.hi[0]; ++i)
+          out[(static_cast<std::size_t>(k) * g.size(1) + j) * g.size(0) + i] = all[n++];
+  }
+  return out;
+}
+
+template class FftPlan<double>;
+template class FftPlan<float>;
+
+}  // namespace cumulus

@@ -1,0 +1,194 @@
+#pragma once
+// The distributed 3D (and 2D) FFT: a plan made once for a global grid N0 x N1 x N2 (2D: N2 = 1)
+// over the ranks of a communicator, on the host (FFTW) or the GPU (cuFFT), double or single
+// precision, real-to-complex / complex-to-real or complex-to-complex.
+//
+//   FftPlan<double> fft(decomp, comm, exec, FftKind::real_to_complex);
+//   Buffer<FftComplex<double>> u_hat = fft.make_spectral_buffer();
+//   fft.forward(u.view(), u_hat);                      // u: a Field on decomp.box_of(rank)
+//   auto s = fft.spectral_view(u_hat);
+//   const FftWavenumbers w = fft.wavenumbers();
+//   for_each(exec, "poisson", fft.spectral_box(), [=] CUMULUS_HD (int i, int j, int k) { ... s(i, j, k) ... });
+//   fft.backward(u_hat, u.view());                     // unnormalised: N0 N1 N2 times the input
+//
+// Input and output are each rank's brick of the CartesianDecomposition the fields use (any split,
+// uneven included). The transform runs in pencils on a P1 x P2 process grid: x-lines (y split over
+// P1, z over P2), then y-lines (kx over P1, z over P2), then z-lines (kx over P1, ky over P2); the
+// spectrum stays in z-pencils (2D: y-pencils). Between stages MPI_Alltoallv in the row (P1) and
+// column (P2) sub-communicators; pack and unpack are kernels on the backend. Every 1D transform
+// runs on a contiguous line, in batches of a fixed number of lines (the last batch padded), with
+// a plan that depends on the global sizes only: the spectrum has the same bits at any rank count
+// and process grid. docs/fft.md has the layout, the normalisation and the figures.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/comm.hpp"
+#include "core/memory.hpp"
+#include "mesh/decomposition.hpp"
+#include "mesh/fft_kernels.hpp"
+#include "mesh/field.hpp"
+
+namespace cumulus {
+
+enum class FftKind { real_to_complex, complex_to_complex };
+
+// The P1 x P2 process grid of the pencils (P1 splits y, then kx; P2 splits z, then ky). {0, 0}:
+// the plan chooses (a slab, P1 = 1, when the sizes allow it; else the most even pencils).
+struct FftProcessGrid {
+  int p1 = 0, p2 = 0;
+  bool operator==(const FftProcessGrid&) const = default;
+};
+
+// Global wavenumbers of a spectral index (i, j, k): the index along an axis of n points maps to
+// idx for idx <= n / 2 and to idx - n above (so, for even n, the Nyquist index n / 2 reads +n / 2:
+// an odd derivative should zero it, see nyquist()). Along x of a real-to-complex transform the
+// index is the wavenumber (0 .. N0 / 2; the negative half is the conjugate, not stored).
+struct FftWavenumbers {
+  int n0 = 1, n1 = 1, n2 = 1;
+  bool half_x = false;  // real-to-complex: only kx >= 0 stored
+
+  CUMULUS_HD static int signed_index(int idx, int n) { return 2 * idx <= n ? idx : idx - n; }
+  CUMULUS_HD int kx(int i) const { return half_x ? i : signed_index(i, n0); }
+  CUMULUS_HD int ky(int j) const { return signed_index(j, n1); }
+  CUMULUS_HD int kz(int k) const { return signed_index(k, n2); }
+  // Whether index idx along `axis` is the Nyquist mode of an even size (its own conjugate).
+  CUMULUS_HD bool nyquist(int axis, int idx) const {
+    const int n = axis == 0 ? n0 : (axis == 1 ? n1 : n2);
+    return n % 2 == 0 && 2 * idx == n;
+  }
+};
+static_assert(std::is_trivially_copyable_v<FftWavenumbers>);
+
+template <class T>
+class FftPlan {
+ public:
+  using Complex = FftComplex<T>;
+
+  // For fields on `bricks` (its rank count must be comm.size()). `grid` forces the process grid;
+  // `force_staging` sends through host buffers even where MPI could read the backend's memory
+  // (so that the staging path device data takes is tested anywhere). Throws InputError for a size
+  // that is not positive, a grid with fewer cells along an axis than the process grid splits it
+  // into, or one that does not fit the node's memory; every buffer and 1D plan is made here.
+  FftPlan(const CartesianDecomposition& bricks, const Comm& comm, const Exec& exec, FftKind kind,
+          FftProcessGrid grid = {}, bool force_staging = false);
+  ~FftPlan();
+  FftPlan(const FftPlan&) = delete;
+  FftPlan& operator=(const FftPlan&) = delete;
+
+  // Real-to-complex forward and complex-to-real backward (kind real_to_complex). `in`/`out` are
+  // fields' views on this rank's brick (ghost layers allowed and untouched); the spectrum is a
+  // buffer of spectral_buffer_size() elements on the backend. Backward leaves `in` unchanged.
+  void forward(const View<T>& in, Buffer<Complex>& out);
+  void backward(const Buffer<Complex>& in, const View<T>& out);
+  // Complex-to-complex, both ways (kind complex_to_complex).
+  void forward(const View<Complex>& in, Buffer<Complex>& out);
+  void backward(const Buffer<Complex>& in, const View<Complex>& out);
+
+  // Forward is e^{-2 pi i k.x/N}, backward e^{+2 pi i k.x/N}, neither scaled (as FFTW and cuFFT):
+  // backward(forward(u)) = N0 N1 N2 u. normalisation() is 1 / (N0 N1 N2).
+  double normalisation() const { return 1.0 / (static_cast<double>(n_[0]) * n_[1] * n_[2]); }
+
+  // The spectral index space: [0, M0) x [0, N1) x [0, N2), M0 = N0 / 2 + 1 for real-to-complex,
+  // N0 otherwise. This rank's cells of it, and a view that addresses them in a spectral buffer.
+  Box spectral_global_box() const { return Box(0, 0, 0, m0_, n_[1], n_[2]); }
+  Box spectral_box() const { return stage_[last_stage()].box; }
+  StridedView<Complex> spectral_view(const Buffer<Complex>& b) const;
+  FftWavenumbers wavenumbers() const { return FftWavenumbers{n_[0], n_[1], n_[2], kind_ == FftKind::real_to_complex}; }
+  // Elements of a spectral buffer: the spectral box's cells and the padding of the last batch.
+  std::size_t spectral_buffer_size() const;
+  Buffer<Complex> make_spectral_buffer() const;
+
+  // The whole spectrum on `root`, ordered (k, j, i) with i fastest over spectral_global_box();
+  // empty elsewhere (tests, diagnostics).
+  std::vector<Complex> gather_spectrum(const Buffer<Complex>& b, int root = 0) const;
+
+  FftKind kind() const { return kind_; }
+  const Index3& global_cells() const { return n_; }
+  FftProcessGrid process_grid() const { return grid_; }
+  bool slab() const { return n_[2] > 1 && (grid_.p1 == 1 || grid_.p2 == 1); }
+  bool staged() const { return staged_; }
+  int lines_per_batch() const { return batch_; }
+  std::string describe() const;
+
+  // Every process grid the sizes allow on `nranks` ranks, and the one the plan picks. Throws
+  // InputError naming the sizes when there is none.
+  static std::vector<FftProcessGrid> feasible_grids(const Index3& cells, FftKind kind, int nranks);
+  static FftProcessGrid choose_grid(const Index3& cells, FftKind kind, int nranks);
+
+  // Wall time spent since creation in the transposes (pack, MPI, unpack) and in the 1D line
+  // transforms, and the bytes this rank sends to other ranks per transform (benchmarks). On CUDA the
+  // line transforms are queued and their time is counted where the next transpose waits.
+  double seconds_transposes() const { return t_transposes_; }
+  double seconds_lines() const { return t_lines_; }
+  std::int64_t bytes_sent_per_transform() const;
+
+  // One pencil orientation: this rank's box in the stage's index space, the axis whose lines are
+  // transformed (contiguous in memory), and how the lines are stored (public for the helpers in
+  // fft.cpp).
+  struct Stage {
+    Box box;
+    int axis = 0;
+    std::int64_t lines = 0, padded_lines = 0;
+    std::int64_t stride[3] = {0, 0, 0};  // in elements, of the stage's array
+  };
+  // One redistribution between two layouts over a communicator: per member, the box this rank sends
+  // to it (forward) and the box it receives from it; the reverse swaps the roles.
+  struct Transpose {
+    MPI_Comm comm = MPI_COMM_NULL;
+    std::vector<Box> send, recv;
+    std::vector<int> send_count, send_displ, recv_count, recv_displ;  // in elements
+    std::int64_t send_total = 0, recv_total = 0;
+  };
+
+ private:
+  int last_stage() const { return n_[2] > 1 ? 2 : 1; }
+  void make_stages();
+  void make_transposes(const CartesianDecomposition& bricks);
+  void make_line_plans();
+  void check_memory() const;
+  template <class E>
+  void transpose(const Transpose& t, bool reverse, const StridedView<E>& src, const StridedView<E>& dst,
+                 const char* label_pack, const char* label_unpack);
+  // 1D transforms of stage s's lines, in batches, from `in` to `out` (both padded to whole batches).
+  void lines(int s, bool forward, const void* in, void* out);
+  StridedView<Complex> stage_view(int s, Complex* data) const;
+  StridedView<T> real_view(T* data) const;  // the x stage's real lines
+  void check_spectral(const Buffer<Complex>& b, const char* what) const;
+  template <class E>
+  void forward_impl(const StridedView<E>& in);
+  template <class E>
+  void backward_impl(const StridedView<E>& out);
+
+  Comm comm_;
+  Exec exec_;
+  FftKind kind_;
+  Index3 n_;
+  int m0_ = 0;  // spectral extent along x
+  FftProcessGrid grid_;
+  int p1_index_ = 0, p2_index_ = 0;  // this rank's place in the process grid
+  MPI_Comm row_ = MPI_COMM_NULL, col_ = MPI_COMM_NULL;
+  MPI_Datatype real_type_ = MPI_DATATYPE_NULL, complex_type_ = MPI_DATATYPE_NULL;
+  int batch_ = 16;
+  bool staged_ = false;
+  Box brick_;
+  std::array<Stage, 3> stage_;
+  Transpose to_pencils_, x_to_y_, y_to_z_;
+  Buffer<Complex> work_a_, work_b_;  // a stage's input and output lines
+  Buffer<unsigned char> send_, recv_;
+  void* send_host_ = nullptr;
+  void* recv_host_ = nullptr;
+  // 1D plans per stage and direction (fftw_plan / fftwf_plan, or cuFFT handles), opaque here so
+  // that this header needs neither library.
+  std::array<void*, 6> host_plans_{};
+  std::array<int, 6> cuda_plans_{};
+  bool cuda_plans_made_ = false;
+  Buffer<unsigned char> cuda_work_;
+  double t_transposes_ = 0, t_lines_ = 0;
+};
+
+extern template class FftPlan<double>;
+extern template class FftPlan<float>;
+
+}  // namespace cumulus

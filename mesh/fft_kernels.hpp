@@ -1,0 +1,47 @@
+#pragma once
+// Pack/unpack kernels of FftPlan's transposes, declared once per backend pass (core/kernel_pass.hpp).
+#include <cstdint>
+#include <type_traits>
+
+#include "core/exec.hpp"
+#include "core/kernel_pass.hpp"
+
+namespace cumulus {
+
+// A complex number as FFTW (fftw_complex) and cuFFT (cufftDoubleComplex) lay it out: real part,
+// then imaginary part. A plain aggregate, so kernels on both backends copy it and spectral
+// operators read and write its parts directly.
+template <class T>
+struct FftComplex {
+  T re, im;
+};
+static_assert(std::is_trivially_copyable_v<FftComplex<double>> && sizeof(FftComplex<double>) == 16);
+static_assert(sizeof(FftComplex<float>) == 8);
+
+// A local array indexed with global indices and one stride per axis, so that any axis may be the
+// contiguous one: the FFT's stages keep their transform axis fastest (x, then y, then z), and a
+// field's brick is the case s0 = 1. Trivially copyable: kernels capture it by value.
+template <class E>
+struct StridedView {
+  E* data = nullptr;
+  int lo0 = 0, lo1 = 0, lo2 = 0;
+  std::int64_t s0 = 0, s1 = 0, s2 = 0;
+
+  CUMULUS_HD E& operator()(int i, int j, int k) const {
+    return data[(i - lo0) * s0 + (j - lo1) * s1 + (k - lo2) * s2];
+  }
+};
+static_assert(std::is_trivially_copyable_v<StridedView<double>>);
+
+// pack: the cells of box `b` from `v` into `buf`, in box order (i fastest); unpack: the reverse.
+// A transpose is these two around one MPI_Alltoallv: the message for a rank is the intersection
+// of this rank's box with that rank's box in the next stage.
+#define CUMULUS_FFT_KERNELS                                                                           \
+  template <class E>                                                                                  \
+  void pack(const Exec& ex, const char* label, const StridedView<E>& v, const Box& b, E* buf);        \
+  template <class E>                                                                                  \
+  void unpack(const Exec& ex, const char* label, const StridedView<E>& v, const Box& b, const E* buf);
+CUMULUS_DECLARE_KERNEL_PASSES(fft_kernels, CUMULUS_FFT_KERNELS)
+#undef CUMULUS_FFT_KERNELS
+
+}  // namespace cumulus
