@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstring>
 
 #include "core/strings.hpp"
@@ -269,12 +270,15 @@ void FftPlan<T>::make_stages() {
 
 template <class T>
 void FftPlan<T>::check_memory() const {
-  // Per rank: two work arrays of padded lines, the send and receive buffers, the caller's spectrum
-  // (estimated from the largest stage; the plan's sizes are exact to within the padding).
+  // Per rank: two work arrays of padded lines, the send and receive buffers and the caller's
+  // spectrum. Estimated for the rank at (0, 0) of the process grid, which holds the most (split_lo
+  // gives the first parts the extra cells), so that every rank takes the same decision.
   double cells = 0, lines_pad = 0;
   for (int s = 0; s <= last_stage(); ++s) {
-    cells = std::max(cells, static_cast<double>(stage_[s].box.volume()));
-    lines_pad = std::max(lines_pad, static_cast<double>(stage_[s].padded_lines) * std::max(n_[0], n_[1]));
+    const Box b = stage_box(s, 0, 0, grid_, n_, m0_);
+    const double lines = static_cast<double>(b.volume()) / b.size(s);
+    cells = std::max(cells, static_cast<double>(b.volume()));
+    lines_pad = std::max(lines_pad, std::ceil(lines / batch_) * batch_ * std::max(n_[0], n_[s]));
   }
   const double bytes = (2 * std::max(cells, lines_pad) + 3 * cells) * sizeof(Complex);
   if (cells > static_cast<double>(INT_MAX))
@@ -298,7 +302,9 @@ void FftPlan<T>::check_memory() const {
     MPI_Comm_free(&node);
     have = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE)) / node_ranks;
   }
-  if (have > 0 && bytes > have)
+  // The tightest node decides for all (a throw on some ranks only would leave the others waiting).
+  have = comm_.min(have > 0 ? have : 1e300);
+  if (bytes > have)
     throw InputError(strprintf("an FFT of %dx%dx%d cells needs about %.3g GB per rank on %d ranks, more than the "
                                "%.3g GB of %s memory a rank has: use more ranks or a smaller grid",
                                n_[0], n_[1], n_[2], bytes / 1e9, comm_.size(), have / 1e9, where));
