@@ -662,6 +662,13 @@ std::int64_t FftPlan<T>::bytes_sent_per_transform() const {
 }
 
 template <class T>
+std::int64_t FftPlan<T>::bytes_transposed_per_transform() const {
+  const std::size_t first = kind_ == FftKind::real_to_complex ? sizeof(T) : sizeof(Complex);
+  return to_pencils_.send_total * static_cast<std::int64_t>(first) +
+         (x_to_y_.send_total + y_to_z_.send_total) * static_cast<std::int64_t>(sizeof(Complex));
+}
+
+template <class T>
 std::string FftPlan<T>::describe() const {
   const char* k = kind_ == FftKind::real_to_complex ? "real-to-complex" : "complex-to-complex";
   std::string shape;

@@ -123,6 +123,9 @@ class FftPlan {
   double seconds_transposes() const { return t_transposes_; }
   double seconds_lines() const { return t_lines_; }
   std::int64_t bytes_sent_per_transform() const;
+  // Bytes this rank packs (and unpacks) per transform, its own share included: what the transposes
+  // move through memory once each way.
+  std::int64_t bytes_transposed_per_transform() const;
 
   // One pencil orientation: this rank's box in the stage's index space, the axis whose lines are
   // transformed (contiguous in memory), and how the lines are stored (public for the helpers in
