@@ -314,9 +314,10 @@ namespace {
 // Fills a transpose from the boxes each member holds before (src) and after (dst): this rank sends
 // its src box's part of each member's dst box, and receives its dst box's part of each member's src.
 template <class Tr>
-void fill_transpose(Tr& t, MPI_Comm comm, const Box& my_src, const Box& my_dst, const std::vector<Box>& src_of,
+void fill_transpose(Tr& t, MPI_Comm comm, int self, const Box& my_src, const Box& my_dst, const std::vector<Box>& src_of,
                     const std::vector<Box>& dst_of, const Index3& n) {
   t.comm = comm;
+  t.self = self;
   const int members = static_cast<int>(src_of.size());
   t.send.resize(members);
   t.recv.resize(members);
@@ -343,6 +344,23 @@ void fill_transpose(Tr& t, MPI_Comm comm, const Box& my_src, const Box& my_dst, 
                                n[0], n[1], n[2]));
   t.send_total = so;
   t.recv_total = ro;
+  t.send_count_mpi = t.send_count;
+  t.recv_count_mpi = t.recv_count;
+  t.send_count_mpi[self] = t.recv_count_mpi[self] = 0;
+}
+
+// Axis orders, fastest first: a field's brick and the x stage (x, y, z), the y stage (y, x, z), the
+// z stage (z, x, y).
+constexpr Index3 kOrder[3] = {{0, 1, 2}, {1, 0, 2}, {2, 0, 1}};
+
+// `v` restricted to box `b` and permuted to `order`: element (p, q, r) of the result is the cell
+// whose coordinate along order[0] is b.lo + p, and so on; `p` receives the permuted extent.
+template <class E>
+StridedView<E> permuted(const StridedView<E>& v, const Box& b, const Index3& order, Box& p) {
+  E* corner = v.data + (b.lo[0] - v.lo0) * v.s0 + (b.lo[1] - v.lo1) * v.s1 + (b.lo[2] - v.lo2) * v.s2;
+  const std::int64_t s[3] = {v.s0, v.s1, v.s2};
+  p = Box(0, 0, 0, b.size(order[0]), b.size(order[1]), b.size(order[2]));
+  return StridedView<E>{corner, 0, 0, 0, s[order[0]], s[order[1]], s[order[2]]};
 }
 }  // namespace
 
@@ -361,21 +379,25 @@ void FftPlan<T>::make_transposes(const CartesianDecomposition& bricks) {
     bricks_of[r] = bricks.box_of(r);
     xin_of[r] = xin(r % grid_.p1, r / grid_.p1);
   }
-  fill_transpose(to_pencils_, comm_.raw(), brick_, xin(p1_index_, p2_index_), bricks_of, xin_of, n_);
+  fill_transpose(to_pencils_, comm_.raw(), comm_.rank(), brick_, xin(p1_index_, p2_index_), bricks_of, xin_of, n_);
   // x to y within the row (members differ in p1), y to z within the column (members differ in p2).
   std::vector<Box> a(grid_.p1), b(grid_.p1);
   for (int m = 0; m < grid_.p1; ++m) {
     a[m] = stage_box(0, m, p2_index_, grid_, n_, m0_);
     b[m] = stage_box(1, m, p2_index_, grid_, n_, m0_);
   }
-  fill_transpose(x_to_y_, row_, stage_[0].box, stage_[1].box, a, b, n_);
+  fill_transpose(x_to_y_, row_, p1_index_, stage_[0].box, stage_[1].box, a, b, n_);
+  x_to_y_.src_order = kOrder[0];
+  x_to_y_.dst_order = kOrder[1];
   if (last_stage() == 2) {
     std::vector<Box> c(grid_.p2), d(grid_.p2);
     for (int m = 0; m < grid_.p2; ++m) {
       c[m] = stage_box(1, p1_index_, m, grid_, n_, m0_);
       d[m] = stage_box(2, p1_index_, m, grid_, n_, m0_);
     }
-    fill_transpose(y_to_z_, col_, stage_[1].box, stage_[2].box, c, d, n_);
+    fill_transpose(y_to_z_, col_, p2_index_, stage_[1].box, stage_[2].box, c, d, n_);
+    y_to_z_.src_order = kOrder[1];
+    y_to_z_.dst_order = kOrder[2];
   }
 }
 
@@ -506,20 +528,30 @@ void FftPlan<T>::transpose(const Transpose& t, bool reverse, const StridedView<E
   const double t0 = wall_seconds();
   const auto& out_box = reverse ? t.recv : t.send;
   const auto& in_box = reverse ? t.send : t.recv;
-  const auto& out_count = reverse ? t.recv_count : t.send_count;
+  const auto& out_count = reverse ? t.recv_count_mpi : t.send_count_mpi;
   const auto& out_displ = reverse ? t.recv_displ : t.send_displ;
-  const auto& in_count = reverse ? t.send_count : t.recv_count;
+  const auto& in_count = reverse ? t.send_count_mpi : t.recv_count_mpi;
   const auto& in_displ = reverse ? t.send_displ : t.recv_displ;
   const std::int64_t out_total = reverse ? t.recv_total : t.send_total;
   const std::int64_t in_total = reverse ? t.send_total : t.recv_total;
+  // Messages are laid out in the destination's order: the pack transposes, the unpack copies rows.
+  const Index3 order = reverse ? t.src_order : t.dst_order;
   E* sbuf = reinterpret_cast<E*>(send_.data());
   E* rbuf = reinterpret_cast<E*>(recv_.data());
   const int members = static_cast<int>(out_box.size());
+  Box p;
   for (int m = 0; m < members; ++m)
-    if (out_count[m] > 0) CUMULUS_KERNEL(exec_, fft_kernels, pack<E>)(exec_, label_pack, src, out_box[m], sbuf + out_displ[m]);
-  if (members == 1) {
-    rbuf = sbuf;  // the whole exchange is with this rank itself: unpack what was packed
-  } else {
+    if (out_count[m] > 0) {
+      const StridedView<E> v = permuted(src, out_box[m], order, p);
+      CUMULUS_KERNEL(exec_, fft_kernels, pack<E>)(exec_, label_pack, v, p, sbuf + out_displ[m]);
+    }
+  // This rank's own part: one copy, no message.
+  if (!out_box[t.self].empty()) {
+    const StridedView<E> from = permuted(src, out_box[t.self], order, p);
+    const StridedView<E> to = permuted(dst, out_box[t.self], order, p);
+    CUMULUS_KERNEL(exec_, fft_kernels, copy<E>)(exec_, "fft.copy", from, to, p);
+  }
+  if (members > 1) {
     const MPI_Datatype type = sizeof(E) == sizeof(T) ? real_type_ : complex_type_;
     void* s = staged_ ? send_host_ : static_cast<void*>(sbuf);
     void* r = staged_ ? recv_host_ : static_cast<void*>(rbuf);
@@ -529,9 +561,12 @@ void FftPlan<T>::transpose(const Transpose& t, bool reverse, const StridedView<E
                             t.comm),
               "MPI_Alltoallv (FFT transpose)");
     if (staged_) memory::copy_async(exec_, exec_.backend(), rbuf, Backend::host, r, in_total * sizeof(E));
+    for (int m = 0; m < members; ++m)
+      if (in_count[m] > 0) {
+        const StridedView<E> v = permuted(dst, in_box[m], order, p);
+        CUMULUS_KERNEL(exec_, fft_kernels, unpack<E>)(exec_, label_unpack, v, p, rbuf + in_displ[m]);
+      }
   }
-  for (int m = 0; m < members; ++m)
-    if (in_count[m] > 0) CUMULUS_KERNEL(exec_, fft_kernels, unpack<E>)(exec_, label_unpack, dst, in_box[m], rbuf + in_displ[m]);
   t_transposes_ += wall_seconds() - t0;
 }
 
@@ -675,7 +710,8 @@ std::string FftPlan<T>::describe() const {
   if (n_[2] == 1)
     shape = strprintf("%d ranks along y (x-pencils), then along kx (y-pencils: the spectrum)", grid_.p1);
   else if (grid_.p1 == 1 || grid_.p2 == 1)
-    shape = strprintf("slabs: %d x %d process grid, one transpose through MPI", grid_.p1, grid_.p2);
+    shape = comm_.size() == 1 ? std::string("one rank: the transposes are local copies")
+                              : strprintf("slabs: %d x %d process grid, one transpose through MPI", grid_.p1, grid_.p2);
   else
     shape = strprintf("pencils: %d x %d process grid (x-lines split y by %d and z by %d; the spectrum in z-pencils)",
                       grid_.p1, grid_.p2, grid_.p1, grid_.p2);

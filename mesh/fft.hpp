@@ -142,7 +142,11 @@ class FftPlan {
     MPI_Comm comm = MPI_COMM_NULL;
     std::vector<Box> send, recv;
     std::vector<int> send_count, send_displ, recv_count, recv_displ;  // in elements
+    std::vector<int> send_count_mpi, recv_count_mpi;  // the same without this rank's own part (copied)
     std::int64_t send_total = 0, recv_total = 0;
+    int self = 0;  // this rank's index among the members
+    // Axis orders (fastest first) of the source and destination layouts of the forward direction.
+    Index3 src_order{0, 1, 2}, dst_order{0, 1, 2};
   };
 
  private:

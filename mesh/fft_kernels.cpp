@@ -25,9 +25,15 @@ void unpack(const Exec& ex, const char* label, const StridedView<E>& v, const Bo
     v(i, j, k) = buf[(static_cast<std::int64_t>(k - k0) * nj + (j - j0)) * ni + (i - i0)];
   }, static_cast<std::int64_t>(sizeof(E) / 4));
 }
+template <class E>
+void copy(const Exec& ex, const char* label, const StridedView<E>& src, const StridedView<E>& dst, const Box& b) {
+  for_each(ex, label, b, [=] CUMULUS_HD(int i, int j, int k) { dst(i, j, k) = src(i, j, k); },
+           static_cast<std::int64_t>(sizeof(E) / 4));
+}
 #define CUMULUS_INSTANTIATE_FFT_KERNELS(E)                                                          \
   template void pack<E>(const Exec&, const char*, const StridedView<E>&, const Box&, E*);           \
-  template void unpack<E>(const Exec&, const char*, const StridedView<E>&, const Box&, const E*);
+  template void unpack<E>(const Exec&, const char*, const StridedView<E>&, const Box&, const E*);       \
+  template void copy<E>(const Exec&, const char*, const StridedView<E>&, const StridedView<E>&, const Box&);
 CUMULUS_INSTANTIATE_FFT_KERNELS(double)
 CUMULUS_INSTANTIATE_FFT_KERNELS(float)
 CUMULUS_INSTANTIATE_FFT_KERNELS(FftComplex<double>)

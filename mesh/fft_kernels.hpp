@@ -33,14 +33,19 @@ struct StridedView {
 };
 static_assert(std::is_trivially_copyable_v<StridedView<double>>);
 
-// pack: the cells of box `b` from `v` into `buf`, in box order (i fastest); unpack: the reverse.
-// A transpose is these two around one MPI_Alltoallv: the message for a rank is the intersection
-// of this rank's box with that rank's box in the next stage.
+// pack: the cells of box `b` from `v` into `buf`, in box order (i fastest); unpack: the reverse;
+// copy: from one view to another. A transpose is pack and unpack around one MPI_Alltoallv (the
+// message for a rank is the intersection of this rank's box with that rank's box in the next
+// stage), and one copy for the part that stays on the rank. The caller passes views permuted so
+// that i runs along the destination's contiguous axis (FftPlan: the message is laid out in the
+// receiver's order), so that unpack is a straight copy and the transposition happens once.
 #define CUMULUS_FFT_KERNELS                                                                           \
   template <class E>                                                                                  \
   void pack(const Exec& ex, const char* label, const StridedView<E>& v, const Box& b, E* buf);        \
   template <class E>                                                                                  \
-  void unpack(const Exec& ex, const char* label, const StridedView<E>& v, const Box& b, const E* buf);
+  void unpack(const Exec& ex, const char* label, const StridedView<E>& v, const Box& b, const E* buf); \
+  template <class E>                                                                                  \
+  void copy(const Exec& ex, const char* label, const StridedView<E>& src, const StridedView<E>& dst, const Box& b);
 CUMULUS_DECLARE_KERNEL_PASSES(fft_kernels, CUMULUS_FFT_KERNELS)
 #undef CUMULUS_FFT_KERNELS
 
