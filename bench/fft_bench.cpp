@@ -225,6 +225,7 @@ void run_size(int N, const Comm& comm, const Options& o) {
 int main(int argc, char** argv) {
   MpiSession mpi(&argc, &argv);
   try {
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines appear as measured, also into a file
     const Options o = parse(argc, argv);
     fftw_init_threads();
 #ifdef CUMULUS_HAVE_FFTW_MPI
