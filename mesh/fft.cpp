@@ -16,6 +16,9 @@
 #ifdef CUMULUS_HAVE_CUDA
 #include <cuda_runtime.h>
 #include <cufft.h>
+#include <dlfcn.h>
+
+#include <type_traits>
 #endif
 
 namespace cumulus {
@@ -84,6 +87,60 @@ struct Fftw<float> {
 void cufft_check(cufftResult r, const char* what) {
   if (r != CUFFT_SUCCESS) throw Error(strprintf("cuFFT: %s failed (cufftResult %d)", what, static_cast<int>(r)));
 }
+
+// cuFFT, loaded when a CUDA plan is first made rather than linked: libcufft is about 280 MB, and a
+// link dependency would make every CUDA-built program (the solvers that never transform included)
+// refuse to start on a machine that has the driver but not the toolkit's libraries, which is what
+// a lent GPU machine has (the programs link the static CUDA runtime for that reason).
+struct CufftApi {
+  decltype(&cufftCreate) create = nullptr;
+  decltype(&cufftSetAutoAllocation) set_auto_allocation = nullptr;
+  decltype(&cufftMakePlanMany) make_plan_many = nullptr;
+  decltype(&cufftSetStream) set_stream = nullptr;
+  decltype(&cufftSetWorkArea) set_work_area = nullptr;
+  decltype(&cufftDestroy) destroy = nullptr;
+  decltype(&cufftExecZ2Z) z2z = nullptr;
+  decltype(&cufftExecD2Z) d2z = nullptr;
+  decltype(&cufftExecZ2D) z2d = nullptr;
+  decltype(&cufftExecC2C) c2c = nullptr;
+  decltype(&cufftExecR2C) r2c = nullptr;
+  decltype(&cufftExecC2R) c2r = nullptr;
+  std::string error;  // empty when every function was found
+};
+
+const CufftApi& cufft() {
+  static const CufftApi api = [] {
+    CufftApi a;
+    const std::string name = "libcufft.so." + std::to_string(CUFFT_VER_MAJOR);
+    void* h = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+#ifdef CUMULUS_CUFFT_DIR
+    if (!h) h = dlopen((std::string(CUMULUS_CUFFT_DIR) + "/" + name).c_str(), RTLD_NOW | RTLD_LOCAL);
+#endif
+    if (!h) {
+      const char* why = dlerror();
+      a.error = "cannot load " + name + " (cuFFT, for the FFT on the GPU): " + (why ? why : "not found");
+      return a;
+    }
+    auto load = [&](auto& f, const char* symbol) {
+      f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(dlsym(h, symbol));
+      if (!f && a.error.empty()) a.error = name + " has no " + symbol;
+    };
+    load(a.create, "cufftCreate");
+    load(a.set_auto_allocation, "cufftSetAutoAllocation");
+    load(a.make_plan_many, "cufftMakePlanMany");
+    load(a.set_stream, "cufftSetStream");
+    load(a.set_work_area, "cufftSetWorkArea");
+    load(a.destroy, "cufftDestroy");
+    load(a.z2z, "cufftExecZ2Z");
+    load(a.d2z, "cufftExecD2Z");
+    load(a.z2d, "cufftExecZ2D");
+    load(a.c2c, "cufftExecC2C");
+    load(a.r2c, "cufftExecR2C");
+    load(a.c2r, "cufftExecC2R");
+    return a;
+  }();
+  return api;
+}
 #endif
 
 // Lines per host batch. Fixed (not derived from the rank count), so that every line is transformed
@@ -103,6 +160,18 @@ int cuda_batch(const Index3& n) {
 const char* axis_name(int a) { return a == 0 ? "x" : (a == 1 ? "y" : "z"); }
 
 }  // namespace
+
+template <class T>
+bool FftPlan<T>::cuda_fft_available(std::string* why) {
+#ifdef CUMULUS_HAVE_CUDA
+  const std::string& e = cufft().error;
+  if (why) *why = e;
+  return e.empty();
+#else
+  if (why) *why = "built without CUDA";
+  return false;
+#endif
+}
 
 // ---- process grid -------------------------------------------------------------------------------
 
@@ -216,7 +285,7 @@ FftPlan<T>::~FftPlan() {
 #ifdef CUMULUS_HAVE_CUDA
   if (cuda_plans_made_)
     for (int p = 0; p < 6; ++p)
-      if (cuda_plans_[p]) cufftDestroy(cuda_plans_[p]);
+      if (cuda_plans_[p]) cufft().destroy(cuda_plans_[p]);
 #endif
   memory::release_pinned(send_host_);
   memory::release_pinned(recv_host_);
@@ -419,17 +488,19 @@ void FftPlan<T>::make_line_plans() {
   }
 #ifdef CUMULUS_HAVE_CUDA
   constexpr bool dbl = sizeof(T) == 8;
+  const CufftApi& api = cufft();
+  if (!api.error.empty()) throw Error(api.error);
   std::size_t most = 0;
   cuda_plans_made_ = true;
   for (int s = 0; s <= last_stage(); ++s) {
     int n = n_[s];
     for (int dir = 0; dir < 2; ++dir) {
       cufftHandle h = 0;
-      cufft_check(cufftCreate(&h), "cufftCreate");
+      cufft_check(api.create(&h), "cufftCreate");
       cuda_plans_[2 * s + dir] = h;
       // The work area comes from one Buffer made below, shared: the plans run one after another
       // on the Exec's stream.
-      cufft_check(cufftSetAutoAllocation(h, 0), "cufftSetAutoAllocation");
+      cufft_check(api.set_auto_allocation(h, 0), "cufftSetAutoAllocation");
       cufftType type;
       int in_len = n, out_len = n;
       if (s == 0 && r2c) {
@@ -439,15 +510,15 @@ void FftPlan<T>::make_line_plans() {
         type = dbl ? CUFFT_Z2Z : CUFFT_C2C;
       }
       std::size_t ws = 0;
-      cufft_check(cufftMakePlanMany(h, 1, &n, &in_len, 1, in_len, &out_len, 1, out_len, type, batch_, &ws),
+      cufft_check(api.make_plan_many(h, 1, &n, &in_len, 1, in_len, &out_len, 1, out_len, type, batch_, &ws),
                   "cufftMakePlanMany");
       most = std::max(most, ws);
-      cufft_check(cufftSetStream(h, exec_.stream()), "cufftSetStream");
+      cufft_check(api.set_stream(h, exec_.stream()), "cufftSetStream");
     }
   }
   cuda_work_ = Buffer<unsigned char>(Backend::cuda, std::max<std::size_t>(most, 1), "fft.cufft_work");
   for (int p = 0; p < 2 * (last_stage() + 1); ++p)
-    cufft_check(cufftSetWorkArea(cuda_plans_[p], cuda_work_.data()), "cufftSetWorkArea");
+    cufft_check(api.set_work_area(cuda_plans_[p], cuda_work_.data()), "cufftSetWorkArea");
 #else
   throw Error("FftPlan: a CUDA Exec in a build without CUDA");
 #endif
@@ -492,6 +563,7 @@ void FftPlan<T>::lines(int s, bool forward, const void* in_c, void* out) {
   } else {
 #ifdef CUMULUS_HAVE_CUDA
     const cufftHandle h = cuda_plans_[p];
+    const CufftApi& api = cufft();
     constexpr bool dbl = sizeof(T) == 8;
     for (std::int64_t b = 0; b < batches; ++b) {
       void* i = pin + b * step_in;
@@ -499,20 +571,20 @@ void FftPlan<T>::lines(int s, bool forward, const void* in_c, void* out) {
       cufftResult r;
       if constexpr (dbl) {
         if (!real_side)
-          r = cufftExecZ2Z(h, static_cast<cufftDoubleComplex*>(i), static_cast<cufftDoubleComplex*>(o),
+          r = api.z2z(h, static_cast<cufftDoubleComplex*>(i), static_cast<cufftDoubleComplex*>(o),
                            forward ? CUFFT_FORWARD : CUFFT_INVERSE);
         else if (forward)
-          r = cufftExecD2Z(h, static_cast<cufftDoubleReal*>(i), static_cast<cufftDoubleComplex*>(o));
+          r = api.d2z(h, static_cast<cufftDoubleReal*>(i), static_cast<cufftDoubleComplex*>(o));
         else
-          r = cufftExecZ2D(h, static_cast<cufftDoubleComplex*>(i), static_cast<cufftDoubleReal*>(o));
+          r = api.z2d(h, static_cast<cufftDoubleComplex*>(i), static_cast<cufftDoubleReal*>(o));
       } else {
         if (!real_side)
-          r = cufftExecC2C(h, static_cast<cufftComplex*>(i), static_cast<cufftComplex*>(o),
+          r = api.c2c(h, static_cast<cufftComplex*>(i), static_cast<cufftComplex*>(o),
                            forward ? CUFFT_FORWARD : CUFFT_INVERSE);
         else if (forward)
-          r = cufftExecR2C(h, static_cast<cufftReal*>(i), static_cast<cufftComplex*>(o));
+          r = api.r2c(h, static_cast<cufftReal*>(i), static_cast<cufftComplex*>(o));
         else
-          r = cufftExecC2R(h, static_cast<cufftComplex*>(i), static_cast<cufftReal*>(o));
+          r = api.c2r(h, static_cast<cufftComplex*>(i), static_cast<cufftReal*>(o));
       }
       cufft_check(r, "cufftExec");
     }

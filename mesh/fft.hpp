@@ -116,6 +116,8 @@ class FftPlan {
   // InputError naming the sizes when there is none.
   static std::vector<FftProcessGrid> feasible_grids(const Index3& cells, FftKind kind, int nranks);
   static FftProcessGrid choose_grid(const Index3& cells, FftKind kind, int nranks);
+  // Whether cuFFT can be loaded (it is opened at run time, not linked); `why` receives the reason.
+  static bool cuda_fft_available(std::string* why = nullptr);
 
   // Wall time spent since creation in the transposes (pack, MPI, unpack) and in the 1D line
   // transforms, and the bytes this rank sends to other ranks per transform (benchmarks). On CUDA the

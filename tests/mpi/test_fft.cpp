@@ -406,6 +406,8 @@ TEST(FftPlanChoice, BadSetupsNameTheSizes) {
 TEST(FftBackends, CudaMatchesHost) {
   if (!cuda_built()) GTEST_SKIP() << "built without CUDA";
   CUMULUS_EXEC_OR_SKIP(dev, Backend::cuda);
+  std::string why;
+  if (!FftPlan<double>::cuda_fft_available(&why)) GTEST_SKIP() << why;
   const Comm comm = Comm::world();
   for (const Case& c : kCases) {
     const auto d = bricks_for(c, comm);
