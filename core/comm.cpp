@@ -68,6 +68,17 @@ std::int64_t Comm::sum(std::int64_t v) const { return allreduce(comm_, v, MPI_IN
 void Comm::sum_in_place(std::int64_t* v, int n) const {
   mpi_check(MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_INT64_T, MPI_SUM, comm_), "MPI_Allreduce");
 }
+void Comm::sum_in_place(double* v, int n) const {
+  mpi_check(MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, comm_), "MPI_Allreduce");
+}
+std::int64_t Comm::exclusive_sum(std::int64_t v) const {
+  std::int64_t out = 0;
+  mpi_check(MPI_Exscan(&v, &out, 1, MPI_INT64_T, MPI_SUM, comm_), "MPI_Exscan");
+  return rank() == 0 ? 0 : out;  // MPI leaves rank 0's result undefined
+}
+void Comm::broadcast(double* v, int n, int root) const {
+  mpi_check(MPI_Bcast(v, n, MPI_DOUBLE, root, comm_), "MPI_Bcast");
+}
 std::int64_t Comm::min(std::int64_t v) const { return allreduce(comm_, v, MPI_INT64_T, MPI_MIN); }
 int Comm::bitwise_or(int v) const { return allreduce(comm_, v, MPI_INT, MPI_BOR); }
 

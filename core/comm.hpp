@@ -40,10 +40,15 @@ class Comm {
   double min(double v) const;
   std::int64_t sum(std::int64_t v) const;
   void sum_in_place(std::int64_t* v, int n) const;  // element-wise over ranks (exact)
+  // Element-wise over ranks; exact only where the values are (whole numbers below 2^53, say).
+  void sum_in_place(double* v, int n) const;
+  // The sum of v over the ranks below this one (0 on rank 0).
+  std::int64_t exclusive_sum(std::int64_t v) const;
   std::int64_t min(std::int64_t v) const;
   int bitwise_or(int v) const;
   void broadcast(std::string& s, int root = 0) const;
   int broadcast(int v, int root = 0) const;
+  void broadcast(double* v, int n, int root = 0) const;
 
   // Runs `f` on rank 0 alone (file-system work: create, rename, prune); an exception there is
   // raised as an Error on every rank, so that nobody waits forever in the next collective.

@@ -89,17 +89,33 @@ std::vector<std::vector<unsigned char>> read_and_verify(hid_t file, const StateD
     if (h5::dataset_dims(d) != global_dims(a)) throw Error("array '" + a.name + "' has the wrong shape");
     if (!h5::has_attr(d, "checksum")) throw Error("array '" + a.name + "' has no checksum");
     const std::uint64_t stored = h5::read_attr_uint(d, "checksum");
+    // 32-bit integers where this job has 64 (atom ids before they were widened): read and verified
+    // as stored, then widened, so that such checkpoints still restart.
+    GridArray as_stored = a;
+    if (a.dtype == DType::i64 && h5::has_attr(d, "dtype") && h5::read_attr_string(d, "dtype") == dtype_name(DType::i32))
+      as_stored.dtype = DType::i32;
     d.reset();
     {
       ScopedTimer t("checkpoint.read.data");
-      parts.push_back(read_part(file, a));
+      parts.push_back(read_part(file, as_stored));
     }
     ScopedTimer t("checkpoint.read.checksum");
-    const std::uint64_t sum = comm_sum_u64(comm, array_checksum_part(a, parts.back()));
+    const std::uint64_t sum = comm_sum_u64(comm, array_checksum_part(as_stored, parts.back()));
     if (sum != stored)
       throw Error(strprintf("array '%s' fails its checksum (stored %016llx, computed %016llx): the data are damaged",
                             a.name.c_str(), static_cast<unsigned long long>(stored),
                             static_cast<unsigned long long>(sum)));
+    if (as_stored.dtype != a.dtype) {
+      const std::vector<unsigned char>& narrow = parts.back();
+      std::vector<unsigned char> wide(narrow.size() * 2);
+      for (std::size_t k = 0; k < narrow.size() / 4; ++k) {
+        std::int32_t v;
+        std::memcpy(&v, narrow.data() + 4 * k, 4);
+        const std::int64_t w = v;
+        std::memcpy(wide.data() + 8 * k, &w, 8);
+      }
+      parts.back().swap(wide);
+    }
   }
   return parts;
 }
@@ -293,7 +309,9 @@ std::string checkpoint_layout_mismatch(const std::string& path, const StateDescr
       return "array '" + a.name + "' is " + str(dims) + " (components x nz x ny x nx) in the checkpoint but " +
              str(want) + " in this job";
     }
-    if (h5::has_attr(d, "dtype") && h5::read_attr_string(d, "dtype") != dtype_name(a.dtype))
+    const bool widened = a.dtype == DType::i64 && h5::has_attr(d, "dtype") &&
+                         h5::read_attr_string(d, "dtype") == dtype_name(DType::i32);  // read_and_verify widens them
+    if (h5::has_attr(d, "dtype") && h5::read_attr_string(d, "dtype") != dtype_name(a.dtype) && !widened)
       return "array '" + a.name + "' is stored as " + h5::read_attr_string(d, "dtype") + " but this job uses " +
              dtype_name(a.dtype);
   }
@@ -357,7 +375,7 @@ std::string inspect_hdf5(const std::string& path) {
       GridArray a;
       a.name = name;
       const std::string dt = h5::read_attr_string(d, "dtype");
-      for (DType t : {DType::f64, DType::f32, DType::i32, DType::u16, DType::u8})
+      for (DType t : {DType::f64, DType::f32, DType::i32, DType::u16, DType::u8, DType::i64})
         if (dt == dtype_name(t)) a.dtype = t;
       a.ncomp = static_cast<int>(dims[0]);
       a.global_box = Box(0, 0, 0, static_cast<int>(dims[3]), static_cast<int>(dims[2]), static_cast<int>(dims[1]));

@@ -93,10 +93,16 @@ void H5mdWriter::write(long step, double time, const StateDescription& state) {
     for (int e = 0; e < 3; ++e) eb[e] = el[e]->read_local();
     for (int i = 0; i < n; ++i) {
       double* r = &mine[static_cast<std::size_t>(i) * kWidth];
-      int v;
-      std::memcpy(&v, id_bytes.data() + sizeof(int) * i, sizeof(int));
-      r[0] = v;
-      v = 1;
+      if (ids->dtype == DType::i64) {  // exact in a double below 2^53 atoms
+        std::int64_t id;
+        std::memcpy(&id, id_bytes.data() + sizeof(std::int64_t) * i, sizeof(std::int64_t));
+        r[0] = static_cast<double>(id);
+      } else {
+        int id;
+        std::memcpy(&id, id_bytes.data() + sizeof(int) * i, sizeof(int));
+        r[0] = id;
+      }
+      int v = 1;
       if (type) std::memcpy(&v, type_bytes.data() + sizeof(int) * i, sizeof(int));
       r[1] = v;
       for (int c = 0; c < 3; ++c) {
@@ -172,14 +178,19 @@ void H5mdWriter::write(long step, double time, const StateDescription& state) {
             h5::Handle edges = h5::create_dataset(box, "edges", H5T_NATIVE_DOUBLE, {3});
             check(H5Dwrite(edges, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, state.geometry.spacing), path_, "write box");
           }
-          std::vector<int> species(N), idv(N);
+          std::vector<int> species(N);
+          std::vector<std::int64_t> idv(N);
           for (hsize_t k = 0; k < N; ++k) {
             species[k] = static_cast<int>(all[order[k] * kWidth + 1]);
-            idv[k] = static_cast<int>(all[order[k] * kWidth]);
+            idv[k] = static_cast<std::int64_t>(all[order[k] * kWidth]);
           }
-          for (const auto& [name, v] : {std::pair<const char*, std::vector<int>*>{"species", &species}, {"id", &idv}}) {
-            h5::Handle d = h5::create_dataset(grp, name, H5T_NATIVE_INT, {std::max<hsize_t>(N, 1)});
-            if (N > 0) check(H5Dwrite(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v->data()), path_, "write species");
+          {
+            h5::Handle d = h5::create_dataset(grp, "species", H5T_NATIVE_INT, {std::max<hsize_t>(N, 1)});
+            if (N > 0) check(H5Dwrite(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, species.data()), path_, "write species");
+          }
+          {
+            h5::Handle d = h5::create_dataset(grp, "id", H5T_NATIVE_INT64, {std::max<hsize_t>(N, 1)});
+            if (N > 0) check(H5Dwrite(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, idv.data()), path_, "write id");
           }
           for (const Element& e : kElements) {
             h5::Handle g = h5::create_group(grp, e.name);

@@ -12,6 +12,7 @@ std::size_t dtype_size(DType t) {
     case DType::i32: return 4;
     case DType::u16: return 2;
     case DType::u8: return 1;
+    case DType::i64: return 8;
   }
   return 1;
 }
@@ -23,6 +24,7 @@ const char* dtype_name(DType t) {
     case DType::i32: return "i32";
     case DType::u16: return "u16";
     case DType::u8: return "u8";
+    case DType::i64: return "i64";
   }
   return "?";
 }
@@ -163,6 +165,7 @@ hid_t native_type(int code) {
     case DType::i32: return H5T_NATIVE_INT32;
     case DType::u16: return H5T_NATIVE_UINT16;
     case DType::u8: return H5T_NATIVE_UINT8;
+    case DType::i64: return H5T_NATIVE_INT64;
   }
   return H5T_NATIVE_UINT8;
 }

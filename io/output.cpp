@@ -31,6 +31,7 @@ const char* vtk_type(DType t) {
     case DType::i32: return "Int32";
     case DType::u16: return "UInt16";
     case DType::u8: return "UInt8";
+    case DType::i64: return "Int64";
   }
   return "UInt8";
 }
@@ -108,7 +109,7 @@ std::string xdmf_attributes(const std::vector<GridArray>& arrays, const std::str
   std::string b;
   for (const GridArray& a : arrays) {
     const bool fl = a.dtype == DType::f64 || a.dtype == DType::f32;
-    const std::string type = fl ? "Float" : (a.dtype == DType::i32 ? "Int" : "UInt");
+    const std::string type = fl ? "Float" : (a.dtype == DType::i32 || a.dtype == DType::i64 ? "Int" : "UInt");
     const std::string kind = a.ncomp == 1 ? "Scalar" : (a.ncomp == 3 ? "Vector" : "Matrix");
     const std::string dims = a.ncomp == 1 ? cdims : cdims + " " + std::to_string(a.ncomp);
     b += strprintf("    <Attribute Name=\"%s\" AttributeType=\"%s\" Center=\"Cell\">\n", xml_escape(a.name).c_str(),

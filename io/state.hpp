@@ -14,7 +14,7 @@
 
 namespace cumulus {
 
-enum class DType { f64, f32, i32, u16, u8 };
+enum class DType { f64, f32, i32, u16, u8, i64 };
 std::size_t dtype_size(DType t);
 const char* dtype_name(DType t);  // "f64", ...
 

@@ -1,0 +1,76 @@
+// The md solver's registered per-atom arrays and the kernels' view of them.
+#include "solvers/md/atoms.hpp"
+
+#include <algorithm>
+
+#include "solvers/md/neighbor_list.hpp"
+
+namespace cumulus::md {
+
+using Scalar = ParticleStore::Scalar;
+
+MdAtoms::MdAtoms(const Exec& ex, const std::vector<double>& masses) : store(ex), ex_(&ex) {
+  position = store.add({"position", "sigma", Scalar::f64, 3, true, true, 0});
+  velocity = store.add({"velocity", "sigma/tau", Scalar::f64, 3, false, true, 0});
+  image = store.add({"image", "box lengths", Scalar::i32, 3, false, true, 0});
+  work = store.add({"thermostat_work", "epsilon", Scalar::f64, 1, false, true, 0});  // energy a thermostat took out
+  id = store.add({"id", "", Scalar::i64, 1, true, true, 0});
+  type = store.add({"type", "", Scalar::i32, 1, true, true, 1});  // 1-based in files, as LAMMPS numbers types
+  mass_ = Buffer<double>(ex.backend(), masses.size());
+  memory::copy(ex, ex.backend(), mass_.data(), Backend::host, masses.data(), masses.size() * sizeof(double));
+}
+
+void MdAtoms::fit_scratch(int n) {
+  const std::size_t m = static_cast<std::size_t>(std::max(n, 1)), own = static_cast<std::size_t>(std::max(nown(), 1));
+  for (int d = 0; d < 3; ++d) {
+    fit(*ex_, f_[d], m);
+    fit(*ex_, x0_[d], own);
+  }
+  fit(*ex_, pe_, m);
+  fit(*ex_, vir_, m);
+}
+
+void MdAtoms::mark_list_positions() {
+  const Exec& ex = *ex_;
+  if (nown() == 0) return;
+  for (int d = 0; d < 3; ++d)
+    memory::copy(ex, ex.backend(), x0_[d].data(), ex.backend(), store.device<double>(position, d),
+                 sizeof(double) * static_cast<std::size_t>(nown()));
+}
+
+Atoms MdAtoms::view(const NeighborList* list, const double box[3]) const {
+  Atoms a;
+  a.x = store.device<double>(position, 0);
+  a.y = store.device<double>(position, 1);
+  a.z = store.device<double>(position, 2);
+  a.vx = store.device<double>(velocity, 0);
+  a.vy = store.device<double>(velocity, 1);
+  a.vz = store.device<double>(velocity, 2);
+  a.fx = f_[0].data();
+  a.fy = f_[1].data();
+  a.fz = f_[2].data();
+  a.pe = pe_.data();
+  a.virial = vir_.data();
+  a.ix = store.device<int>(image, 0);
+  a.iy = store.device<int>(image, 1);
+  a.iz = store.device<int>(image, 2);
+  a.x0 = x0_[0].data();
+  a.y0 = x0_[1].data();
+  a.z0 = x0_[2].data();
+  a.work = store.device<double>(work);
+  a.id = store.device<std::int64_t>(id);
+  a.type = store.device<int>(type);
+  a.mass = mass_.data();
+  a.n = nown();
+  if (list) {
+    a.start = list->start();
+    a.neighbors = list->neighbors();
+    a.half = list->half();
+    a.order = list->order();
+    a.nslots = list->nslots();
+  }
+  for (int d = 0; d < 3; ++d) a.box[d] = box[d];
+  return a;
+}
+
+}  // namespace cumulus::md

@@ -1,0 +1,54 @@
+#pragma once
+// The md solver's atoms: the per-atom arrays it registers in a ParticleStore (mesh/), the scratch
+// arrays of a step (forces, energies, the positions at the last list build) and the kernels' view.
+#include <cstdint>
+#include <vector>
+
+#include "core/exec.hpp"
+#include "core/memory.hpp"
+#include "mesh/particle_store.hpp"
+#include "solvers/md/md_kernels.hpp"
+
+namespace cumulus::md {
+
+class NeighborList;
+
+class MdAtoms {
+ public:
+  MdAtoms(const Exec& ex, const std::vector<double>& masses);
+
+  ParticleStore store;
+  // Handles of the registered arrays. Positions, ids and types go to ghosts; every array migrates,
+  // follows reorders and is checkpointed. A new per-atom quantity (a charge, a molecule id) is one
+  // more store.add() where it is introduced.
+  int position, velocity, image, work, id, type;
+
+  int nown() const { return store.nown(); }
+  int nghost() const { return store.nghost(); }
+  int nlocal() const { return store.nlocal(); }
+  // Host mirror shortcuts.
+  double* hx(int d) { return store.host<double>(position, d); }
+  std::int64_t* hid() { return store.host<std::int64_t>(id); }
+  int* htype() { return store.host<int>(type); }
+
+  // Scratch of a step, on the backend: forces, per-atom energy and virial for `n` atoms (owned,
+  // or owned and ghosts for a half list), the owned atoms' positions at the last list build.
+  void fit_scratch(int n);
+  // The positions the next list check measures from: the owned atoms' current ones.
+  void mark_list_positions();
+  // Raw pointers for the kernels, with the list's arrays.
+  Atoms view(const NeighborList* list, const double box[3]) const;
+
+ private:
+  const Exec* ex_;
+  Buffer<double> f_[3], x0_[3], pe_, vir_, mass_;
+};
+
+// A buffer holding at least n elements, reused while it is large enough (fresh allocations every
+// list build cost page faults), grown with a margin.
+template <class T>
+void fit(const Exec& ex, Buffer<T>& b, std::size_t n) {
+  if (b.size() < n || b.size() == 0) b = Buffer<T>(ex.backend(), std::max<std::size_t>(n + n / 8, 1));
+}
+
+}  // namespace cumulus::md

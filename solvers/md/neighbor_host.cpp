@@ -1,0 +1,391 @@
+// The host builder of the Verlet list: list bins at least cutoff + skin wide, one row of three bins
+// scanned at a time by a vectorised distance test, each atom's partners put in ascending global id.
+// At one OpenMP thread a half list (each pair once); otherwise a full list (each thread owns its
+// atoms' sums).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+#include <omp.h>
+
+#include "core/timers.hpp"
+#include "solvers/md/neighbor_list.hpp"
+
+namespace cumulus::md {
+
+// order[r] = the index of the r-th smallest of `ids` (distinct, non-negative): an LSD radix sort
+// on 11-bit digits, as many passes as the largest id needs (3 below 2^33): linear, where a
+// comparison sort of the local atoms took a tenth of a list build.
+void sort_by_id(const std::int64_t* ids, std::size_t n, std::vector<int>& order) {
+  order.resize(n);
+  for (std::size_t k = 0; k < n; ++k) order[k] = static_cast<int>(k);
+  std::int64_t top = 0;
+  for (std::size_t k = 0; k < n; ++k) top = std::max(top, ids[k]);
+  std::vector<int> tmp(n);
+  constexpr int kBits = 11, kBuckets = 1 << kBits;
+  for (int shift = 0; shift == 0 || (top >> shift) > 0; shift += kBits) {
+    std::size_t count[kBuckets + 1] = {};
+    for (std::size_t k = 0; k < n; ++k) ++count[((ids[static_cast<std::size_t>(order[k])] >> shift) & (kBuckets - 1)) + 1];
+    for (int b = 0; b < kBuckets; ++b) count[b + 1] += count[b];
+    for (std::size_t k = 0; k < n; ++k) {
+      const int i = order[k];
+      tmp[count[(ids[static_cast<std::size_t>(i)] >> shift) & (kBuckets - 1)]++] = i;
+    }
+    order.swap(tmp);
+  }
+}
+void sort_by_id(const std::vector<std::int64_t>& ids, std::vector<int>& order) { sort_by_id(ids.data(), ids.size(), order); }
+
+namespace {
+// One atom's list candidates among n binned atoms (a row of bins): the ranks (in id order) of those
+// within rl of it, not itself, of rank >= min_rank and local index < max_local, appended to out;
+// returns how many. Flags first, in a loop the compiler vectorises (compiled for AVX-512, AVX2
+// and the baseline, chosen at run time), then a branch-free compaction.
+struct ScanQuery {
+  double x, y, z, shx, shy, shz, rl2;
+  int self_rank, min_rank, max_local;
+};
+__attribute__((target_clones("avx2", "default"))) int scan_candidates_auto(
+    const ScanQuery& q, int n, const double* x, const double* y, const double* z, const int* rank, const int* local,
+    int* out) {
+  constexpr int kChunk = 64;
+  unsigned char flag[kChunk];
+  int count = 0;
+  for (int k0 = 0; k0 < n; k0 += kChunk) {
+    const int m = n - k0 < kChunk ? n - k0 : kChunk;
+    for (int k = 0; k < m; ++k) {
+      const double dx = (q.x - x[k0 + k]) + q.shx, dy = (q.y - y[k0 + k]) + q.shy, dz = (q.z - z[k0 + k]) + q.shz;
+      const int r = rank[k0 + k];
+      flag[k] = static_cast<unsigned char>((dx * dx + dy * dy + dz * dz < q.rl2) & (r != q.self_rank) &
+                                           (r >= q.min_rank) & (local[k0 + k] < q.max_local));
+    }
+    for (int k = 0; k < m; ++k) {
+      out[count] = rank[k0 + k];
+      count += flag[k];
+    }
+  }
+  return count;
+}
+#if defined(__x86_64__)
+// The same scan with AVX-512 by hand: 8 candidates per step, the hits packed with one compress
+// instruction (the compiler does not find it: the compaction above costs more than the distances).
+// The same arithmetic in the same order (no contraction), so the same hits. `out` needs room for 16
+// entries past the last hit (the compressed vector is stored whole).
+__attribute__((target("avx512f"))) int scan_candidates_avx512(
+    const ScanQuery& q, int n, const double* x, const double* y, const double* z, const int* rank, const int* local,
+    int* out) {
+  const __m512d qx = _mm512_set1_pd(q.x), qy = _mm512_set1_pd(q.y), qz = _mm512_set1_pd(q.z);
+  const __m512d sx = _mm512_set1_pd(q.shx), sy = _mm512_set1_pd(q.shy), sz = _mm512_set1_pd(q.shz);
+  const __m512d rl2 = _mm512_set1_pd(q.rl2);
+  const __m512i self = _mm512_set1_epi32(q.self_rank), lo = _mm512_set1_epi32(q.min_rank),
+                hi = _mm512_set1_epi32(q.max_local);
+  int count = 0;
+  for (int k = 0; k < n; k += 8) {
+    const __mmask8 live = n - k >= 8 ? __mmask8(0xFF) : __mmask8((1u << (n - k)) - 1u);
+    const __m512d dx = _mm512_add_pd(_mm512_sub_pd(qx, _mm512_maskz_loadu_pd(live, x + k)), sx);
+    const __m512d dy = _mm512_add_pd(_mm512_sub_pd(qy, _mm512_maskz_loadu_pd(live, y + k)), sy);
+    const __m512d dz = _mm512_add_pd(_mm512_sub_pd(qz, _mm512_maskz_loadu_pd(live, z + k)), sz);
+    const __m512d r2 = _mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(dx, dx), _mm512_mul_pd(dy, dy)), _mm512_mul_pd(dz, dz));
+    const __mmask16 near = _mm512_mask_cmp_pd_mask(live, r2, rl2, _CMP_LT_OQ);
+    const __m512i r = _mm512_maskz_loadu_epi32(live, rank + k);
+    const __m512i l = _mm512_maskz_loadu_epi32(live, local + k);
+    const __mmask16 keep = _mm512_mask_cmpneq_epi32_mask(near, r, self) & _mm512_cmpge_epi32_mask(r, lo) &
+                           _mm512_cmplt_epi32_mask(l, hi);
+    _mm512_storeu_si512(out + count, _mm512_maskz_compress_epi32(keep, r));
+    count += __builtin_popcount(static_cast<unsigned>(keep));
+  }
+  return count;
+}
+#endif
+int scan_candidates(const ScanQuery& q, int n, const double* x, const double* y, const double* z, const int* rank,
+                    const int* local, int* out) {
+#if defined(__x86_64__)
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (avx512) return scan_candidates_avx512(q, n, x, y, z, rank, local, out);
+#endif
+  return scan_candidates_auto(q, n, x, y, z, rank, local, out);
+}
+
+class HostNeighborList : public NeighborList {
+ public:
+  explicit HostNeighborList(const Exec& ex) : NeighborList(ex) {}
+  std::string describe() const override { return "built on the host"; }
+
+  void build(MdAtoms& atoms, const double box_[3], double rl) override {
+    const Exec& ex = *ex_;
+    const int n_own = atoms.nown(), nlocal = atoms.nlocal();
+    const double* lx[3] = {atoms.hx(0), atoms.hx(1), atoms.hx(2)};
+    const std::int64_t* lid = atoms.hid();
+    std::unique_ptr<ScopedTimer> tph;
+    tph = std::make_unique<ScopedTimer>("md.neighbor_build.bins");
+    // The Verlet list of the owned atoms over owned + ghost atoms.
+    const double rl2 = rl * rl;
+    // Coordinates are wrapped into the box, so one comparison per axis finds the nearest image.
+    auto image = [&](double d, int axis) {
+      const double L = box_[axis];
+      return d > 0.5 * L ? d - L : (d < -0.5 * L ? d + L : d);
+    };
+    auto close = [&](int i, int j) {
+      const double dx = image(lx[0][static_cast<std::size_t>(i)] - lx[0][static_cast<std::size_t>(j)], 0);
+      const double dy = image(lx[1][static_cast<std::size_t>(i)] - lx[1][static_cast<std::size_t>(j)], 1);
+      const double dz = image(lx[2][static_cast<std::size_t>(i)] - lx[2][static_cast<std::size_t>(j)], 2);
+      return dx * dx + dy * dy + dz * dz < rl2;
+    };
+    // List bins: at least cutoff + skin wide (not the decomposition's finer cells), searched one bin out in rows of
+    // three along x (long rows suit the vectorised scan better than half-width bins two out, which
+    // check half as many atoms in rows too short to vectorise: measured the same speed); all pairs
+    // where the box holds fewer than three bins along an axis.
+    const int reach = 1;
+    int nb3[3];
+    for (int d = 0; d < 3; ++d) nb3[d] = std::max(1, static_cast<int>(std::floor(box_[d] / rl)));
+    const bool brute = nb3[0] < 3 || nb3[1] < 3 || nb3[2] < 3;
+    auto list_bin = [&](double x, int d) {
+      return std::clamp(static_cast<int>(std::floor(x * nb3[d] / box_[d])), 0, nb3[d] - 1);
+    };
+    std::vector<int> count, bins;
+    std::vector<unsigned char> has_owned;  // per bin: holds an owned atom (ghost slots scan only those)
+    std::vector<int> bin_max_rank;         // per bin: the largest id rank of its atoms
+    std::vector<double> sx, sy, sz;
+    std::vector<int> srank;
+    // Local atoms (owned and ghosts) ranked by global id: a list sorted by rank is sorted by id.
+    std::vector<int> by_rank(static_cast<std::size_t>(nlocal)), idrank(static_cast<std::size_t>(nlocal));
+    sort_by_id(lid, static_cast<std::size_t>(nlocal), by_rank);
+    for (int r = 0; r < nlocal; ++r) idrank[static_cast<std::size_t>(by_rank[static_cast<std::size_t>(r)])] = r;
+    if (!brute) {
+      const std::size_t nb = static_cast<std::size_t>(nb3[0]) * nb3[1] * nb3[2];
+      count.assign(nb + 1, 0);
+      bins.resize(static_cast<std::size_t>(nlocal));
+      auto bin_of = [&](int i) {
+        return (static_cast<std::size_t>(list_bin(lx[2][static_cast<std::size_t>(i)], 2)) * nb3[1] +
+                list_bin(lx[1][static_cast<std::size_t>(i)], 1)) * nb3[0] + list_bin(lx[0][static_cast<std::size_t>(i)], 0);
+      };
+      has_owned.assign(nb, 0);
+      for (int i = 0; i < nlocal; ++i) {
+        const std::size_t b = bin_of(i);
+        ++count[b + 1];
+        if (i < n_own) has_owned[b] = 1;
+      }
+      for (std::size_t b = 0; b < nb; ++b) count[b + 1] += count[b];
+      std::vector<int> fill(count.begin(), count.end() - 1);
+      for (int i = 0; i < nlocal; ++i) bins[static_cast<std::size_t>(fill[bin_of(i)]++)] = i;
+      // Coordinates and ids in bin order: the candidate scan below streams through them.
+      sx.resize(static_cast<std::size_t>(nlocal));
+      sy.resize(static_cast<std::size_t>(nlocal));
+      sz.resize(static_cast<std::size_t>(nlocal));
+      srank.resize(static_cast<std::size_t>(nlocal));
+      for (int k = 0; k < nlocal; ++k) {
+        const std::size_t j = static_cast<std::size_t>(bins[static_cast<std::size_t>(k)]);
+        sx[static_cast<std::size_t>(k)] = lx[0][j];
+        sy[static_cast<std::size_t>(k)] = lx[1][j];
+        sz[static_cast<std::size_t>(k)] = lx[2][j];
+        srank[static_cast<std::size_t>(k)] = idrank[j];
+      }
+      // Per bin, the largest id rank in it: a half list's slot keeps partners of larger rank only,
+      // so a bin (or row of bins) whose atoms all rank below the slot holds none of its partners.
+      // Where ids follow space (lattices, data files written from them, and long after, since atoms
+      // diffuse slowly) that skips about half the stencil; elsewhere the test is one comparison.
+      bin_max_rank.assign(nb, -1);
+      for (std::size_t b = 0; b < nb; ++b)
+        for (int k = count[b]; k < count[b + 1]; ++k)
+          bin_max_rank[b] = std::max(bin_max_rank[b], srank[static_cast<std::size_t>(k)]);
+    }
+    // Atoms in contiguous chunks per OpenMP thread, each chunk's lists joined in thread order: the
+    // same list whatever the thread count (each atom's own list is sorted).
+    tph.reset();
+    auto tpairs_region = std::make_unique<ScopedTimer>("md.neighbor_build.pairs");
+    const int nthreads = omp_get_max_threads();
+    // One thread on the host: a half list (each pair once; md_kernels.cpp's lj_forces_half gives
+    // the full list's bits at half the work). Otherwise the full list (threads and CUDA threads
+    // each own their atoms' sums).
+    half_ = ex.backend() == Backend::host && nthreads == 1;
+    const int nslots = half_ ? nlocal : n_own;
+    // The threads' list parts persist across builds (their capacity: no fresh pages each build).
+    std::vector<std::vector<int>>& part = parts_;
+    part.resize(static_cast<std::size_t>(nthreads));
+    for (auto& p : part) p.clear();
+    std::vector<std::int64_t> counts_per_atom(static_cast<std::size_t>(nslots), 0);
+    const bool half = half_;
+    const int nown = n_own;
+    std::vector<double> entries(static_cast<std::size_t>(nthreads), 0.0);
+#pragma omp parallel num_threads(nthreads)
+    {
+      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+      const int i0 = static_cast<int>(static_cast<std::int64_t>(nslots) * t / nt);
+      const int i1 = static_cast<int>(static_cast<std::int64_t>(nslots) * (t + 1) / nt);
+      std::vector<int>& mine = part[static_cast<std::size_t>(t)];
+      // Room for as many pairs per atom as last time, and a margin (growing it copies).
+      mine.reserve(static_cast<std::size_t>((i1 - i0) * (pairs_ / std::max(nslots, 1) * 1.1 + 8)));
+      // Candidates as ranks in id order (idrank): a bitmap over the ranks puts them in ascending
+      // id without a comparison sort when they span few words (ids that are near in space are
+      // mostly near in number); otherwise they are sorted.
+      std::vector<int> cand(1024);
+      std::vector<std::uint64_t> bitmap(static_cast<std::size_t>(nlocal) / 64 + 1, 0);
+      const double* const psx = sx.data();
+      const double* const psy = sy.data();
+      const double* const psz = sz.data();
+      const int* const prank = srank.data();
+      const int* const plocal = bins.data();
+      std::int64_t entries_int = 0;
+      for (int slot = i0; slot < i1; ++slot) {
+        const int i = half ? by_rank[static_cast<std::size_t>(slot)] : slot;
+        const bool own_i = i < nown;
+        std::size_t ncand = 0;
+        if (brute) {
+          for (int j = 0; j < nlocal; ++j)
+            if ((half ? idrank[static_cast<std::size_t>(j)] > slot && (own_i || j < nown)
+                      : lid[static_cast<std::size_t>(j)] != lid[static_cast<std::size_t>(i)]) &&
+                close(i, j)) {
+              if (ncand == cand.size()) cand.resize(2 * ncand + 64);
+              cand[ncand++] = idrank[static_cast<std::size_t>(j)];
+            }
+        } else {
+          const int b0 = list_bin(lx[0][static_cast<std::size_t>(i)], 0), b1 = list_bin(lx[1][static_cast<std::size_t>(i)], 1),
+                    b2 = list_bin(lx[2][static_cast<std::size_t>(i)], 2);
+          const double xi = lx[0][static_cast<std::size_t>(i)], yi = lx[1][static_cast<std::size_t>(i)],
+                       zi = lx[2][static_cast<std::size_t>(i)];
+          // Which partners a slot keeps: full list, every other atom; half list, those of larger
+          // id (rank), and for a ghost only owned ones.
+          const int min_rank = half ? slot + 1 : 0;
+          const int max_local = half && !own_i ? nown : nlocal;
+          // A neighbour bin across the periodic boundary holds atoms one box length away: the
+          // shift is the minimum image (the same sums as minimum_image() in the force kernel).
+          auto wrap_bin = [&](int b, int d, double* shift) {
+            *shift = b < 0 ? box_[d] : (b >= nb3[d] ? -box_[d] : 0.0);
+            return b < 0 ? b + nb3[d] : (b >= nb3[d] ? b - nb3[d] : b);
+          };
+          // Rows of bins along x, (2 reach + 1) bins each, contiguous in the bin-sorted arrays
+          // unless they cross the periodic boundary (then up to three segments, each with its
+          // shift); rows whose y-z extent is beyond reach of the atom are skipped.
+          const double wy = box_[1] / nb3[1], wz = box_[2] / nb3[2];
+          auto gap = [](double lo, double hi, double x) { return x < lo ? lo - x : (x > hi ? x - hi : 0.0); };
+          // Branch-free compaction: every candidate is written, and the count advances by one
+          // for a hit (a quarter of them: a branch on it would be mispredicted often).
+          const int self_rank = idrank[static_cast<std::size_t>(i)];
+          auto scan = [&](int k0, int k1, double shx, double shy, double shz) {
+            if (ncand + (k1 - k0) + 16 > cand.size()) cand.resize(2 * (ncand + (k1 - k0)) + 16);
+            const ScanQuery q{xi, yi, zi, shx, shy, shz, rl2, self_rank, min_rank, max_local};
+            ncand += static_cast<std::size_t>(scan_candidates(q, k1 - k0, psx + k0, psy + k0, psz + k0, prank + k0,
+                                                              plocal + k0, cand.data() + ncand));
+          };
+          for (int dz = -reach; dz <= reach; ++dz) {
+            const double gz = gap((b2 + dz) * wz, (b2 + dz + 1) * wz, zi);
+            if (gz * gz >= rl2) continue;
+            double shz;
+            const int bz = wrap_bin(b2 + dz, 2, &shz);
+            for (int dy = -reach; dy <= reach; ++dy) {
+              const double gy = gap((b1 + dy) * wy, (b1 + dy + 1) * wy, yi);
+              if (gz * gz + gy * gy >= rl2) continue;
+              double shy;
+              const int by = wrap_bin(b1 + dy, 1, &shy);
+              const std::size_t row = (static_cast<std::size_t>(bz) * nb3[1] + by) * nb3[0];
+              if (half && !own_i) {
+                // A ghost's slot keeps owned partners only: bins without an owned atom (most of
+                // its stencil: the block's bins hold its owned atoms, the rest ghosts) are skipped.
+                for (int dx = -reach; dx <= reach; ++dx) {
+                  double shx;
+                  const std::size_t b = row + static_cast<std::size_t>(wrap_bin(b0 + dx, 0, &shx));
+                  if (has_owned[b] && bin_max_rank[b] > slot) scan(count[b], count[b + 1], shx, shy, shz);
+                }
+                continue;
+              }
+              const int lo = b0 - reach, hi = b0 + reach, n0 = nb3[0];
+              if (half) {
+                int top = -1;
+                for (int dx = -reach; dx <= reach; ++dx) {
+                  double shx;
+                  top = std::max(top, bin_max_rank[row + static_cast<std::size_t>(wrap_bin(b0 + dx, 0, &shx))]);
+                }
+                if (top <= slot) continue;
+              }
+              if (lo < 0) scan(count[row + n0 + lo], count[row + n0], box_[0], shy, shz);
+              scan(count[row + std::max(lo, 0)], count[row + std::min(hi, n0 - 1) + 1], 0.0, shy, shz);
+              if (hi >= n0) scan(count[row], count[row + hi - n0 + 1], -box_[0], shy, shz);
+            }
+          }
+        }
+        // Ascending global id: the force on an atom sums its pairs in the same order at any rank
+        // count and whenever the list was built (a restart rebuilds it elsewhere in time).
+        if (ncand > 0) {
+          const auto first = cand.begin(), last = cand.begin() + static_cast<std::ptrdiff_t>(ncand);
+          const int lo = *std::min_element(first, last), hi = *std::max_element(first, last);
+          const int w0 = lo >> 6, w1 = hi >> 6;
+          // Written in place (no push_back: its capacity check per entry was measurable).
+          const std::size_t base = mine.size();
+          mine.resize(base + ncand);
+          int* out = mine.data() + base;
+          const int* const rank_to_local = by_rank.data();
+          if (w1 - w0 < 4 * static_cast<int>(ncand)) {
+            std::uint64_t* const bm = bitmap.data();
+            for (auto it = first; it != last; ++it) bm[*it >> 6] |= std::uint64_t{1} << (*it & 63);
+            for (int w = w0; w <= w1; ++w) {
+              std::uint64_t bits = bm[w];
+              bm[w] = 0;
+              while (bits) {
+                *out++ = rank_to_local[w * 64 + __builtin_ctzll(bits)];
+                bits &= bits - 1;
+              }
+            }
+          } else {
+            std::sort(first, last);
+            for (auto it = first; it != last; ++it) *out++ = rank_to_local[*it];
+          }
+          if (half) {  // full-list entries: each pair once for each of its owned atoms
+            std::int64_t e = 0;
+            for (std::size_t q = base; q < mine.size(); ++q) e += own_i + (mine[q] < nown);
+            entries_int += e;
+          } else {
+            entries_int += static_cast<std::int64_t>(ncand);
+          }
+        }
+        counts_per_atom[static_cast<std::size_t>(slot)] = static_cast<std::int64_t>(ncand);
+      }
+      entries[t] = static_cast<double>(entries_int);
+    }
+    tpairs_region.reset();
+    tph = std::make_unique<ScopedTimer>("md.neighbor_build.copy");
+    std::size_t npairs = 0;
+    for (const auto& p : part) npairs += p.size();
+    std::vector<std::int64_t> start(static_cast<std::size_t>(nslots) + 1, 0);
+    for (int i = 0; i < nslots; ++i)
+      start[static_cast<std::size_t>(i) + 1] = start[static_cast<std::size_t>(i)] + counts_per_atom[static_cast<std::size_t>(i)];
+    nslots_ = nslots;
+    // The half-list force loop adds every pair's term to both atoms, ghosts too (no branch on the
+    // partner being owned, which mispredicts where ghosts and owned atoms interleave in id order):
+    // force, energy and virial arrays hold a scratch entry for every ghost.
+    // (MdAtoms::fit_scratch gives them that room after the build.)
+    if (half_) {
+      fit(ex, order_, static_cast<std::size_t>(std::max(nlocal, 1)));
+      if (nlocal > 0) std::memcpy(order_.data(), by_rank.data(), sizeof(int) * static_cast<std::size_t>(nlocal));
+    }
+    // The list on the backend (grown as needed: never a dropped pair).
+    const Backend where = ex.backend();
+    if (nbr_.size() < npairs || nbr_.size() == 0) nbr_ = Buffer<int>(where, std::max<std::size_t>(npairs + npairs / 4, 1));
+    // The threads' parts, joined in thread order straight into the list's buffer.
+    std::size_t at = 0;
+    for (const auto& p : part) {
+      if (!p.empty()) memory::copy(ex, where, nbr_.data() + at, Backend::host, p.data(), p.size() * sizeof(int));
+      at += p.size();
+    }
+    if (keep_host_) {  // host-side computes (the radial distribution function) read the list there
+      host_list_.clear();
+      for (const auto& p : part) host_list_.insert(host_list_.end(), p.begin(), p.end());
+      host_start_ = start;
+      host_order_ = half_ ? by_rank : std::vector<int>();
+    }
+    fit(ex, start_, start.size());
+    memory::copy(ex, where, start_.data(), Backend::host, start.data(), start.size() * sizeof(std::int64_t));
+    pairs_ = 0;
+    for (double e : entries) pairs_ += e;
+    ++builds_;
+  }
+
+ private:
+  std::vector<std::vector<int>> parts_;  // each OpenMP thread's share of the list (capacity kept)
+};
+}  // namespace
+
+std::unique_ptr<NeighborList> make_host_neighbor_list(const Exec& ex) { return std::make_unique<HostNeighborList>(ex); }
+
+}  // namespace cumulus::md

@@ -1,0 +1,69 @@
+#pragma once
+// The Verlet list of the md solver behind one interface, with two builders: on the host
+// (neighbor_host.cpp: cell bins and a vectorised scan, a half list at one thread) and by kernels on
+// the backend (neighbor_backend.cpp: radix-sorted bins, count, prefix sum, fill; the default on
+// CUDA). Both list, for each owned atom, its partners within cutoff + skin among the owned atoms
+// and ghosts in ascending global id, so forces sum in the same order whoever built the list:
+// the same trajectory bits either way.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/exec.hpp"
+#include "core/memory.hpp"
+#include "solvers/md/atoms.hpp"
+
+namespace cumulus::md {
+
+class NeighborList {
+ public:
+  virtual ~NeighborList() = default;
+  // "built on the host", ...: for the log.
+  virtual std::string describe() const = 0;
+  // Builds the list of the owned atoms over owned + ghost atoms, pairs within `reach` (cutoff +
+  // skin) in a periodic box. The host builder reads the host mirror; the kernel builder the
+  // backend's arrays (and, when it reorders, moves the owned atoms into bin order there).
+  virtual void build(MdAtoms& atoms, const double box[3], double reach) = 0;
+  // Whether the atoms stay on the backend between builds (no host copy needed to rebuild).
+  virtual bool resident() const { return false; }
+
+  // The list (backend memory), as md_kernels.hpp's Atoms describes it.
+  bool half() const { return half_; }
+  int nslots() const { return nslots_; }
+  const std::int64_t* start() const { return start_.data(); }
+  const int* neighbors() const { return nbr_.data(); }
+  const int* order() const { return order_.data(); }
+  // Full-list entries (each pair once per owned atom of it) on this rank; builds so far.
+  double pairs() const { return pairs_; }
+  long builds() const { return builds_; }
+
+  // A host copy of the list for host-side computes (the RDF), kept when asked for.
+  void keep_host_copy(bool keep) { keep_host_ = keep; }
+  const std::vector<std::int64_t>& host_start() const { return host_start_; }
+  const std::vector<int>& host_list() const { return host_list_; }
+  const std::vector<int>& host_order() const { return host_order_; }  // empty for a full list
+
+ protected:
+  explicit NeighborList(const Exec& ex) : ex_(&ex) {}
+  const Exec* ex_;
+  bool half_ = false, keep_host_ = false;
+  int nslots_ = 0;
+  double pairs_ = 0;
+  long builds_ = 0;
+  Buffer<std::int64_t> start_;
+  Buffer<int> nbr_, order_;
+  std::vector<std::int64_t> host_start_;
+  std::vector<int> host_list_, host_order_;
+};
+
+std::unique_ptr<NeighborList> make_host_neighbor_list(const Exec& ex);
+// `reorder`: the atoms are put in bin order at every build and stay on the backend between builds
+// (one rank: no migration, no ghosts).
+std::unique_ptr<NeighborList> make_kernel_neighbor_list(const Exec& ex, bool reorder);
+
+// order[r] = the index of the r-th smallest of `ids` (distinct, non-negative), by radix sort.
+void sort_by_id(const std::vector<std::int64_t>& ids, std::vector<int>& order);
+void sort_by_id(const std::int64_t* ids, std::size_t n, std::vector<int>& order);
+
+}  // namespace cumulus::md

@@ -1,0 +1,221 @@
+// The md solver's keys, their checks, and the set-up read from them.
+#include "solvers/md/setup.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "core/error.hpp"
+#include "core/strings.hpp"
+#include "solvers/md/lattice.hpp"
+#include "solvers/md/pair.hpp"
+
+namespace cumulus::md {
+
+std::string data_file_path(const Config& cfg) {
+  std::filesystem::path path(cfg.get<std::string>("md.data_file"));
+  if (path.empty()) return {};
+  if (path.is_relative() && !cfg.file().empty()) path = std::filesystem::path(cfg.file()).parent_path() / path;
+  return path.string();
+}
+
+Setup read_setup(const Config& cfg, int file_types) {
+  Setup s;
+  s.ntypes = static_cast<int>(cfg.get<std::int64_t>("md.types"));
+  if (file_types > 0 && cfg.where("md.types") == "default") s.ntypes = file_types;
+  s.masses = cfg.get<std::vector<double>>("md.masses");
+  if (s.masses.empty()) s.masses.assign(static_cast<std::size_t>(s.ntypes), cfg.get<double>("md.mass"));
+  s.fractions = cfg.get<std::vector<double>>("md.type_fractions");
+  if (s.fractions.empty() && s.ntypes == 1) s.fractions = {1.0};
+  s.pair_style = cfg.get<std::string>("md.pair_style");
+  s.lattice = cfg.get<std::string>("md.lattice");
+  s.density = cfg.get<double>("md.density");
+  const auto c = cfg.get<std::vector<std::int64_t>>("md.cells");
+  for (int d = 0; d < 3; ++d) s.cells[d] = static_cast<int>(c[c.size() == 1 ? 0 : d]);
+  s.temperature = cfg.get<double>("md.temperature");
+  s.seed = cfg.get<std::int64_t>("md.seed");
+  s.skin = cfg.get<double>("md.skin");
+  s.neighbor_every = cfg.get<std::int64_t>("md.neighbor_every");
+  s.neighbor_check = cfg.get<bool>("md.neighbor_check");
+  s.neighbor_build = cfg.get<std::string>("md.neighbor_build");
+  s.dt = cfg.get<double>("md.dt");
+  s.thermostat = cfg.get<std::string>("md.thermostat");
+  s.damping = cfg.get<double>("md.langevin_damping");
+  s.nhc_damping = cfg.get<double>("md.nhc_damping");
+  s.nhc_length = static_cast<int>(cfg.get<std::int64_t>("md.nhc_length"));
+  s.t_bath = cfg.get<double>("md.thermostat_temperature");
+  if (s.t_bath < 0) s.t_bath = s.temperature;
+  s.rdf_every = cfg.get<std::int64_t>("md.rdf_every");
+  s.rdf_bins = cfg.get<std::int64_t>("md.rdf_bins");
+  s.rdf_range = cfg.get<double>("md.rdf_range");
+  s.data_file = data_file_path(cfg);
+  // The interaction range: the pair style's longest cutoff (only when the types are consistent;
+  // check() reports them first).
+  if (static_cast<int>(s.masses.size()) == s.ntypes) s.cutoff = pair_style(s.pair_style).reach(cfg, s.ntypes);
+  if (s.rdf_range <= 0) s.rdf_range = s.cutoff;
+  return s;
+}
+
+void declare_keys(Schema& s) {
+  s.key("md.lattice", ValueType::string, "Initial positions: fcc, bcc or sc lattice filling the box")
+      .def(std::string("fcc"))
+      .one_of({"fcc", "bcc", "sc"});
+  s.key("md.density", ValueType::real, "Number density of the lattice (reduced units, atoms per sigma^3)")
+      .def(0.8442)
+      .positive();
+  s.key("md.cells", ValueType::integer_array, "Unit cells of the lattice along x, y, z (one entry: all three)")
+      .def(std::vector<std::int64_t>{20})
+      .length(1, 3)
+      .at_least(1);
+  s.key("md.temperature", ValueType::real,
+        "Initial temperature: Gaussian velocities, total momentum zero, scaled to exactly this with 3N - 3 "
+        "degrees of freedom (0: at rest)")
+      .def(1.44)
+      .at_least(0);
+  s.key("md.seed", ValueType::integer, "Seed of the counter-based generator keyed by (seed, atom id)")
+      .def(std::int64_t{87287})
+      .at_least(0);
+  s.key("md.skin", ValueType::real, "Verlet list skin: the list holds pairs within cutoff + skin")
+      .def(0.3)
+      .at_least(0);
+  s.key("md.neighbor_every", ValueType::integer,
+        "Consider rebuilding the Verlet list only on steps that are multiples of this (LAMMPS's neigh_modify every)")
+      .def(std::int64_t{1})
+      .at_least(1);
+  s.key("md.neighbor_check", ValueType::boolean,
+        "Rebuild (on those steps) only when an atom has moved more than half the skin; false: always (LAMMPS's check "
+        "no). Builds later than needed are counted as dangerous_builds")
+      .def(true);
+  s.key("md.neighbor_build", ValueType::string,
+        "Who builds the Verlet list: 'kernels' (binning by radix sort, count, prefix sum, fill, on the backend; at one "
+        "rank the atoms stay in its memory and are re-sorted by bin at every build), 'host' (the CPU builder, a half "
+        "list at one thread) or 'auto' (kernels on CUDA, host on the host). Same trajectory bits either way")
+      .def(std::string("auto"))
+      .one_of({"auto", "host", "kernels"});
+  s.key("md.types", ValueType::integer,
+        "Number of atom types (with a data file left at its default: the file's 'atom types')")
+      .def(std::int64_t{1})
+      .at_least(1)
+      .at_most(64);
+  s.key("md.type_fractions", ValueType::real_array,
+        "Lattice: the share of each type, one entry per type, summing to 1 (empty: every atom type 1; needed for "
+        "several types). Counts are rounded; which atom gets which type is drawn with md.seed")
+      .def(std::vector<double>{})
+      .at_least(0);
+  s.key("md.mass", ValueType::real, "Mass of every atom type not given by md.masses").def(1.0).positive();
+  s.key("md.masses", ValueType::real_array, "Mass of each atom type (empty: md.mass for all; a data file's Masses replace them)")
+      .def(std::vector<double>{})
+      .positive();
+  std::vector<std::string> styles;
+  for (const PairStyleInfo& p : pair_styles()) styles.push_back(p.name);
+  s.key("md.pair_style", ValueType::string, "Pair potential (a registered style; its keys follow)")
+      .def(std::string("lj/cut"))
+      .one_of(styles);
+  for (const PairStyleInfo& p : pair_styles()) p.declare_keys(s);
+  s.key("md.dt", ValueType::real, "Time step (reduced time units, tau)").def(0.005).positive();
+  s.key("md.data_file", ValueType::string,
+        "A LAMMPS data file (atom_style atomic, orthogonal box) to start from instead of a lattice; its Masses "
+        "replace md.mass, its Velocities (if any) md.temperature. Relative to the job file's directory")
+      .def(std::string());
+  s.key("md.rdf_every", ValueType::integer,
+        "Sample the radial distribution function every this many steps (0: off); the average since the start (or "
+        "restart) is written to rdf.csv in the run directory with every diagnostics row")
+      .def(std::int64_t{0})
+      .at_least(0);
+  s.key("md.rdf_bins", ValueType::integer, "Bins of the radial distribution function").def(std::int64_t{100}).at_least(1).at_most(100000);
+  s.key("md.rdf_range", ValueType::real, "Largest distance of the radial distribution function (0: md.cutoff); at most md.cutoff")
+      .def(0.0)
+      .at_least(0);
+  s.key("md.thermostat", ValueType::string,
+        "none (NVE, velocity Verlet), langevin (NVT, BAOAB; random numbers keyed by seed, atom id and step) or "
+        "nose_hoover (NVT, a Nose-Hoover chain, Martyna-Tuckerman-Klein splitting)")
+      .def(std::string("none"))
+      .one_of({"none", "langevin", "nose_hoover"});
+  s.key("md.nhc_damping", ValueType::real, "Nose-Hoover relaxation time (tau; LAMMPS's Tdamp): Q1 = Nf kT t^2, Qi = kT t^2")
+      .def(0.5)
+      .positive();
+  s.key("md.nhc_length", ValueType::integer, "Thermostats in the Nose-Hoover chain").def(std::int64_t{3}).at_least(1).at_most(10);
+  s.key("md.langevin_damping", ValueType::real, "Langevin damping time 1/gamma (tau)").def(1.0).positive();
+  s.key("md.thermostat_temperature", ValueType::real, "Bath temperature of the thermostat (-1: md.temperature)")
+      .def(-1.0)
+      .at_least(-1);
+}
+
+std::array<double, 3> box_lengths(const Setup& s, const DataFile* data) {
+  std::array<double, 3> L{};
+  for (int d = 0; d < 3; ++d) L[d] = data ? data->hi[d] - data->lo[d] : lattice_constant(s) * s.cells[d];
+  return L;
+}
+
+// Ownership cells: a quarter of cutoff + skin wide, and a rank's block at least four of them (cutoff
+// + skin) thick along a split axis. Finer than the list's bins so that the ranks' shares are even: on
+// in.lj's box, 11 list bins split over 2 ranks are 5 and 6 (45% and 55% of the atoms), 47 cells
+// are 23 and 24 (49% and 51%).
+constexpr int kOwnerCellsPerReach = 4;
+CartesianDecomposition make_decomposition(const Setup& s, const std::array<double, 3>& L, int nranks) {
+  Index3 nb;
+  for (int d = 0; d < 3; ++d)
+    nb[d] = std::max(1, static_cast<int>(std::floor(L[d] * kOwnerCellsPerReach / (s.cutoff + s.skin))));
+  return CartesianDecomposition(nb, {true, true, true}, nranks, 3, kOwnerCellsPerReach);
+}
+
+void check(const Config& cfg, int nranks) {
+  const auto c = cfg.get<std::vector<std::int64_t>>("md.cells");
+  if (c.size() == 2) cfg.fail("md.cells", "has 2 entries: give one (all axes) or three");
+  DataFile data;
+  const std::string path = data_file_path(cfg);
+  const bool from_file = !path.empty();
+  if (from_file) {
+    try {
+      data = read_data_file(path, false);
+    } catch (const InputError& e) {
+      cfg.fail("md.data_file", e.what());
+    }
+  }
+  const int nt = static_cast<int>(cfg.get<std::int64_t>("md.types"));
+  if (from_file && cfg.where("md.types") != "default" && nt != data.ntypes)
+    cfg.fail("md.types", strprintf("is %d, but the data file %s declares %d atom types", nt, path.c_str(), data.ntypes));
+  const int ntypes = from_file ? data.ntypes : nt;
+  const auto masses = cfg.get<std::vector<double>>("md.masses");
+  if (!masses.empty() && static_cast<int>(masses.size()) != ntypes)
+    cfg.fail("md.masses", strprintf("has %zu entries for %d atom types (one per type, or none)", masses.size(), ntypes));
+  const auto fractions = cfg.get<std::vector<double>>("md.type_fractions");
+  if (from_file && !fractions.empty())
+    cfg.fail("md.type_fractions", "is for lattices: a data file gives each atom's type");
+  if (!from_file) {
+    if (fractions.empty() && ntypes > 1)
+      cfg.fail("md.type_fractions", strprintf("is needed for a lattice of %d atom types (one share per type, summing to 1)", ntypes));
+    if (!fractions.empty()) {
+      if (static_cast<int>(fractions.size()) != ntypes)
+        cfg.fail("md.type_fractions", strprintf("has %zu entries for %d atom types", fractions.size(), ntypes));
+      double sum = 0;
+      for (double f : fractions) sum += f;
+      if (std::fabs(sum - 1) > 1e-9) cfg.fail("md.type_fractions", strprintf("sums to %.12g, not 1", sum));
+    }
+  }
+  const PairStyleInfo& style = pair_style(cfg.get<std::string>("md.pair_style"));
+  style.check(cfg, ntypes);
+  const Setup s = read_setup(cfg, from_file ? data.ntypes : 0);
+  const std::array<double, 3> L = box_lengths(s, from_file ? &data : nullptr);
+  double natoms = from_file ? static_cast<double>(data.natoms) : static_cast<double>(basis(s.lattice).size());
+  for (int d = 0; d < 3; ++d) {
+    if (!from_file) natoms *= s.cells[d];
+    if (L[d] < 2 * (s.cutoff + s.skin))
+      cfg.fail(from_file ? "md.data_file" : "md.cutoff",
+               strprintf("the longest cutoff + skin = %g is more than half the box (%g along axis %d): every pair must "
+                         "have one nearest image; use a larger box or a shorter cutoff",
+                         s.cutoff + s.skin, L[d], d));
+  }
+  if (natoms > 2e9) cfg.fail("md.cells", strprintf("%.3g atoms is more than cumulus indexes (2^31)", natoms));
+  try {
+    make_decomposition(s, L, nranks);
+  } catch (const InputError& e) {
+    cfg.fail("md.cells", strprintf("the box holds too few bins of cutoff + skin for %d ranks: %s", nranks, e.what()));
+  }
+  if (s.rdf_range > s.cutoff)
+    cfg.fail("md.rdf_range", strprintf("%g is beyond the cutoff %g (the longest of any type pair): the radial distribution function is sampled "
+                                       "from the neighbour list, which holds pairs within the cutoff (plus the skin)",
+                                       s.rdf_range, s.cutoff));
+}
+
+}  // namespace cumulus::md

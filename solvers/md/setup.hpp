@@ -1,0 +1,48 @@
+#pragma once
+// The md solver's job: its keys, their checks, and the set-up read from them (the box, the
+// decomposition into ownership cells).
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "mesh/decomposition.hpp"
+#include "solvers/md/data_file.hpp"
+
+namespace cumulus::md {
+
+// Everything the model reads from the job, once.
+struct Setup {
+  std::string lattice;
+  double density = 0, temperature = 0, cutoff = 0, skin = 0, dt = 0;
+  int ntypes = 1;
+  std::vector<double> masses;     // per type (a data file's Masses replace them)
+  std::vector<double> fractions;  // lattice: share of each type
+  std::string pair_style;
+  std::array<int, 3> cells{1, 1, 1};
+  std::int64_t seed = 0;
+  std::string thermostat;
+  double damping = 1, t_bath = 0, nhc_damping = 0.5;
+  int nhc_length = 3;
+  std::string data_file;
+  std::int64_t rdf_every = 0, rdf_bins = 100, neighbor_every = 1;
+  bool neighbor_check = true;
+  std::string neighbor_build = "auto";
+  double rdf_range = 0;
+};
+
+void declare_keys(Schema& s);
+// Relations between keys (cfg.fail: exit 2), for a run on `nranks` ranks.
+void check(const Config& cfg, int nranks);
+// md.data_file resolved against the job file's directory (empty: none).
+std::string data_file_path(const Config& cfg);
+// `file_types`: the atom types a data file's header declares (0: no data file). md.types left at
+// its default takes them.
+Setup read_setup(const Config& cfg, int file_types);
+// The box lengths: the lattice's, or the data file's.
+std::array<double, 3> box_lengths(const Setup& s, const DataFile* data);
+// Ownership cells and their split over ranks (setup.cpp says why they are finer than the list's bins).
+CartesianDecomposition make_decomposition(const Setup& s, const std::array<double, 3>& L, int nranks);
+
+}  // namespace cumulus::md
