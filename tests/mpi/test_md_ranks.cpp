@@ -43,9 +43,9 @@ std::vector<double> gather_atoms(Model& model, const Comm& comm) {
   // Per atom: id, then x y z, vx vy vz, ix iy iz.
   std::vector<double> rec(static_cast<std::size_t>(n) * 10);
   for (int i = 0; i < n; ++i) {
-    int id;
-    std::memcpy(&id, mine[0].data() + sizeof(int) * i, sizeof(int));
-    rec[10 * static_cast<std::size_t>(i)] = id;
+    std::int64_t id;  // 64-bit atom ids
+    std::memcpy(&id, mine[0].data() + sizeof(std::int64_t) * i, sizeof(std::int64_t));
+    rec[10 * static_cast<std::size_t>(i)] = static_cast<double>(id);
     for (int d = 0; d < 3; ++d) {
       double x, v;
       int im;
