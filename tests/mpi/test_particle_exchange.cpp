@@ -1,4 +1,4 @@
-// ParticleExchange across ranks on a synthetic particle system: 1000 atoms on a jittered lattice
+// ParticleExchange across ranks on a synthetic particle system: atoms on a jittered lattice
 // take a deterministic pseudo-random walk (each step's move a hash of the atom's id and the step,
 // so every rank can compute every atom's position: the brute-force reference). Every few steps a
 // rebuild migrates atoms to their owners and selects ghosts (distance2_to_block < reach^2 to the
@@ -11,7 +11,8 @@
 //  - messages sent stay within the neighbour count: <= peers per forward or reverse, <= 2 peers
 //    per exchange of a rebuild (counts + payloads).
 // A line with the rank count, the peers and the message counts is printed (rank 0) for the CI log.
-// Run by ctest at 1-4 ranks (mpi.npN) and 27 (mpi.particles.np27); 64 by hand.
+// Two shapes: a cube split as md.cpp splits it, and a rod of one block per rank (peers stay 2 as
+// the rank count grows). Run by ctest at 1-4 ranks (mpi.npN) and 27 (mpi.particles.np27); 64 by hand.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,10 +29,8 @@ using namespace cumulus;
 
 namespace {
 
-constexpr double kReach = 1.0;                        // cutoff + skin
-constexpr std::array<double, 3> kBox{5.0, 5.0, 5.0};  // 20 bins of reach/4 per axis: up to 5 ranks per axis
-constexpr int kSide = 10;                             // 10^3 atoms, lattice spacing 0.5
-constexpr int kAtoms = kSide * kSide * kSide;
+constexpr double kReach = 1.0;     // cutoff + skin
+constexpr double kSpacing = 0.5;   // of the lattice the atoms start on
 constexpr double kMaxMove = 0.08;  // per axis and step
 constexpr int kSteps = 15, kEvery = 5;
 
@@ -49,20 +48,28 @@ double jitter(std::int64_t id, int step, int axis) {
 
 using Vec = std::array<double, 3>;
 
-Vec initial(std::int64_t id) {
-  const int c[3] = {static_cast<int>(id % kSide), static_cast<int>(id / kSide % kSide), static_cast<int>(id / (kSide * kSide))};
-  Vec p;
-  for (int d = 0; d < 3; ++d) p[d] = (c[d] + 0.5 + 0.4 * jitter(id, 0, d)) * (kBox[d] / kSide);
-  return p;
-}
-
-void walk(Vec& p, std::int64_t id, int step) {
-  for (int d = 0; d < 3; ++d) {
-    p[d] += 2 * kMaxMove * jitter(id, step, d);
-    if (p[d] < 0) p[d] += kBox[d];
-    if (p[d] >= kBox[d]) p[d] -= kBox[d];  // also catches -tiny + L rounding to L
+// A periodic box and the lattice of atoms in it (one per kSpacing^3).
+struct Lattice {
+  Vec box;
+  Index3 side;
+  explicit Lattice(Vec b) : box(b) {
+    for (int d = 0; d < 3; ++d) side[d] = static_cast<int>(b[d] / kSpacing + 0.5);
   }
-}
+  std::int64_t atoms() const { return std::int64_t{side[0]} * side[1] * side[2]; }
+  Vec initial(std::int64_t id) const {
+    const std::int64_t c[3] = {id % side[0], id / side[0] % side[1], id / (std::int64_t{side[0]} * side[1])};
+    Vec p;
+    for (int d = 0; d < 3; ++d) p[d] = (static_cast<double>(c[d]) + 0.5 + 0.4 * jitter(id, 0, d)) * (box[d] / side[d]);
+    return p;
+  }
+  void walk(Vec& p, std::int64_t id, int step) const {
+    for (int d = 0; d < 3; ++d) {
+      p[d] += 2 * kMaxMove * jitter(id, step, d);
+      if (p[d] < 0) p[d] += box[d];
+      if (p[d] >= box[d]) p[d] -= box[d];  // also catches -tiny + L rounding to L
+    }
+  }
+};
 
 // Records of the rebuild's exchanges: a 64-bit id and a position, as bytes.
 constexpr int kWidth = sizeof(std::int64_t) + 3 * sizeof(double);
@@ -86,10 +93,11 @@ struct Counters {
 // One rank's share of the system, driven the way MD drives it.
 class System {
  public:
-  System(const Comm& comm, const CartesianDecomposition& decomp)
-      : comm_(comm), me_(comm.rank()), dom_(decomp, kBox, me_), x_(comm, dom_.peers_within(kReach)) {
-    for (std::int64_t id = 0; id < kAtoms; ++id) {
-      ref_.push_back(initial(id));
+  System(const Comm& comm, const CartesianDecomposition& decomp, const Lattice& lattice)
+      : comm_(comm), me_(comm.rank()), lat_(lattice), natoms_(lattice.atoms()), dom_(decomp, lattice.box, me_),
+        x_(comm, dom_.peers_within(kReach)) {
+    for (std::int64_t id = 0; id < natoms_; ++id) {
+      ref_.push_back(lat_.initial(id));
       if (dom_.owner_of(ref_.back().data()) == me_) {
         id_.push_back(id);
         pos_.push_back(ref_.back());
@@ -100,8 +108,8 @@ class System {
   Counters& counters() { return c_; }
 
   void move(int step) {
-    for (std::int64_t id = 0; id < kAtoms; ++id) walk(ref_[static_cast<std::size_t>(id)], id, step);
-    for (std::size_t i = 0; i < id_.size(); ++i) walk(pos_[i], id_[i], step);
+    for (std::int64_t id = 0; id < natoms_; ++id) lat_.walk(ref_[static_cast<std::size_t>(id)], id, step);
+    for (std::size_t i = 0; i < id_.size(); ++i) lat_.walk(pos_[i], id_[i], step);
   }
 
   void rebuild(int step) {
@@ -178,10 +186,10 @@ class System {
     pos_.swap(pos);
     // Owned exactly once: this rank holds exactly the atoms the reference puts here, at the
     // reference's positions (the sum over ranks of owned counts then is the atom count).
-    std::vector<char> seen(kAtoms, 0);
+    std::vector<char> seen(ref_.size(), 0);
     for (std::size_t i = 0; i < id_.size(); ++i) {
       const std::size_t u = static_cast<std::size_t>(id_[i]);
-      if (id_[i] < 0 || id_[i] >= kAtoms || seen[u] || pos_[i] != ref_[u] || dom_.owner_of(pos_[i].data()) != me_) {
+      if (id_[i] < 0 || id_[i] >= natoms_ || seen[u] || pos_[i] != ref_[u] || dom_.owner_of(pos_[i].data()) != me_) {
         ++c_.bad;
         continue;
       }
@@ -189,7 +197,7 @@ class System {
     }
     for (std::size_t u = 0; u < ref_.size(); ++u)
       if (!seen[u] && dom_.owner_of(ref_[u].data()) == me_) ++c_.bad;
-    if (comm_.sum(static_cast<std::int64_t>(id_.size())) != kAtoms) ++c_.bad;
+    if (comm_.sum(static_cast<std::int64_t>(id_.size())) != natoms_) ++c_.bad;
   }
 
   // Owned atoms within reach of a peer's block go there as ghosts; the pattern is the plan for the
@@ -220,7 +228,7 @@ class System {
 
     // The reference: every atom owned elsewhere within reach of this block, from any rank.
     std::vector<std::int64_t> expect;
-    for (std::int64_t id = 0; id < kAtoms; ++id) {
+    for (std::int64_t id = 0; id < natoms_; ++id) {
       const Vec& p = ref_[static_cast<std::size_t>(id)];
       if (dom_.owner_of(p.data()) != me_ && dom_.distance2_to_block(p.data(), me_) < kReach * kReach) expect.push_back(id);
     }
@@ -242,6 +250,8 @@ class System {
 
   Comm comm_;
   int me_;
+  Lattice lat_;
+  std::int64_t natoms_;
   ParticleDomain dom_;
   ParticleExchange x_;
   std::vector<Vec> ref_;  // every atom's position (the reference)
@@ -252,16 +262,11 @@ class System {
   Counters c_;
 };
 
-}  // namespace
 
-TEST(ParticleExchangeRanks, MigrationGhostsForwardReverseAgainstBruteForce) {
-  const Comm comm = Comm::world();
+// Runs the system on `decomp` and prints its line; returns the most peers of any rank.
+int run(const Comm& comm, const char* name, const Lattice& lat, const CartesianDecomposition& decomp) {
   const int np = comm.size();
-  // As md.cpp decomposes: bins of reach/4, at least 4 per rank along a split axis.
-  Index3 bins;
-  for (int d = 0; d < 3; ++d) bins[d] = static_cast<int>(kBox[d] * 4 / kReach);
-  const CartesianDecomposition decomp(bins, {true, true, true}, np, 3, 4);
-  System sys(comm, decomp);
+  System sys(comm, decomp, lat);
   sys.rebuild(0);
   for (int step = 1; step <= kSteps; ++step) {
     sys.move(step);
@@ -279,15 +284,43 @@ TEST(ParticleExchangeRanks, MigrationGhostsForwardReverseAgainstBruteForce) {
   const int fwd = max_of(c.max_forward), rev = max_of(c.max_reverse), mig = max_of(c.max_migration),
             gho = max_of(c.max_ghosts), ghosts = max_of(c.max_ghost_count);
   if (comm.is_root())
-    std::printf("particles: %d ranks (%dx%dx%d), %d atoms, %d steps, %d rebuilds: max peers %d; messages per step: "
-                "forward max %d, reverse max %d; per rebuild exchange (counts + payloads, bound 2 x peers): migration "
-                "max %d, ghosts max %d; %lld atoms migrated, at most %d ghosts on a rank\n",
-                np, decomp.dims()[0], decomp.dims()[1], decomp.dims()[2], kAtoms, kSteps, kSteps / kEvery + 1, peers,
-                fwd, rev, mig, gho, static_cast<long long>(migrated), ghosts);
-  EXPECT_EQ(bad, 0);
-  EXPECT_LE(peers, 26);
+    std::printf("particles (%s): %d ranks (%dx%dx%d), %lld atoms, %d steps, %d rebuilds: max peers %d; messages per "
+                "step: forward max %d, reverse max %d; per rebuild exchange (counts + payloads, bound 2 x peers): "
+                "migration max %d, ghosts max %d; %lld atoms migrated, at most %d ghosts on a rank\n",
+                name, np, decomp.dims()[0], decomp.dims()[1], decomp.dims()[2], static_cast<long long>(lat.atoms()),
+                kSteps, kSteps / kEvery + 1, peers, fwd, rev, mig, gho, static_cast<long long>(migrated), ghosts);
+  EXPECT_EQ(bad, 0) << name;
   if (np > 1) {
-    EXPECT_GT(migrated, 0);  // the walk does move atoms across blocks: migration was exercised
-    EXPECT_GT(ghosts, 0);
+    EXPECT_GT(migrated, 0) << name;  // the walk does move atoms across blocks: migration was exercised
+    EXPECT_GT(ghosts, 0) << name;
   }
+  return peers;
+}
+
+// Bins of reach/4, at least 4 per rank along a split axis, as md.cpp decomposes.
+Index3 bins_of(const Lattice& lat) {
+  Index3 b;
+  for (int d = 0; d < 3; ++d) b[d] = static_cast<int>(lat.box[d] * 4 / kReach);
+  return b;
+}
+
+}  // namespace
+
+// A cube of 5 reach (1000 atoms) split as md.cpp splits it: at 27 ranks (3x3x3) every rank is
+// adjacent to every other, at 64 (4x4x4) each has 26 peers of 63 ranks.
+TEST(ParticleExchangeRanks, CubeAgainstBruteForce) {
+  const Comm comm = Comm::world();
+  const Lattice lat({5.0, 5.0, 5.0});
+  const CartesianDecomposition decomp(bins_of(lat), {true, true, true}, comm.size(), 3, 4);
+  EXPECT_LE(run(comm, "cube", lat, decomp), 26);
+}
+
+// A rod as long as the rank count, one block per rank along it: at most 2 peers at any rank
+// count, so the messages per step stay at 2 however many ranks there are.
+TEST(ParticleExchangeRanks, RodAgainstBruteForce) {
+  const Comm comm = Comm::world();
+  const int np = comm.size();
+  const Lattice lat({1.25 * std::max(np, 2), 3.0, 3.0});
+  const CartesianDecomposition decomp(bins_of(lat), {true, true, true}, np, 3, 4, {np, 1, 1});
+  EXPECT_LE(run(comm, "rod", lat, decomp), 2);
 }
