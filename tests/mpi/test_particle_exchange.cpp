@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/comm.hpp"
+#include "core/error.hpp"
 #include "mesh/particle_exchange.hpp"
 
 using namespace cumulus;
@@ -162,7 +163,12 @@ class System {
     std::vector<std::int64_t> id;
     std::vector<Vec> pos;
     for (std::size_t i = 0; i < id_.size(); ++i) {
-      const int slot = x_.migration_slot(dom_.owner_of(pos_[i].data()), id_[i], step);
+      int slot = -1;
+      try {
+        slot = x_.migration_slot(dom_.owner_of(pos_[i].data()), id_[i], step);
+      } catch (const Error&) {
+        ++c_.bad;  // an owner beyond the peers: counted here (a throw on one rank alone would hang the others)
+      }
       if (slot < 0) {
         id.push_back(id_[i]);
         pos.push_back(pos_[i]);

@@ -85,6 +85,7 @@ TEST(ParticleDomain, OwnerOfMatchesTheBinTable) {
       std::size_t bin = 0;
       for (int a = 2; a >= 0; --a) {
         const int b = std::clamp(static_cast<int>(std::floor(p[a] / (l.box[a] / n[a]))), 0, n[a] - 1);
+        ASSERT_EQ(dom.bin_index(p[a], a), b);  // md.cpp's formula, bit for bit at bin boundaries too
         bin = bin * static_cast<std::size_t>(n[a]) + static_cast<std::size_t>(b);
       }
       ASSERT_EQ(dom.owner_of(p.data()), table[bin]) << l.nranks << " ranks, p = " << p[0] << " " << p[1] << " " << p[2];
