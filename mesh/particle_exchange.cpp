@@ -168,10 +168,11 @@ int ParticleExchange::migration_slot(int owner, std::int64_t id, std::int64_t st
   if (owner == me_) return -1;
   const int slot = peer_index(owner);
   if (slot < 0)
-    throw Error(strprintf("particle %lld moved from rank %d's block into rank %d's by step %lld: further than one "
-                          "exchange carries (to the %zu ranks within reach of rank %d); it moved more than a block's "
-                          "width between two rebuilds",
-                          static_cast<long long>(id), me_, owner, static_cast<long long>(step), peers_.size(), me_));
+    throw Error(
+        strprintf("particle %lld moved from rank %d's block into rank %d's by step %lld: further than one "
+                  "exchange carries (to the %zu ranks within reach of rank %d); it moved more than a block's "
+                  "width between two rebuilds",
+                  static_cast<long long>(id), me_, owner, static_cast<long long>(step), peers_.size(), me_));
   return slot;
 }
 

@@ -147,7 +147,7 @@ class GlobalIdMap {
   // before ghosts, so to the owned copy).
   void build(const std::int64_t* ids, int n);
   int find(std::int64_t id) const;  // -1 when absent
-  int size() const { return n_; }  // distinct ids
+  int size() const { return n_; }   // distinct ids
 
  private:
   struct Slot {

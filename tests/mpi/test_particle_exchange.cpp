@@ -43,7 +43,8 @@ std::uint64_t mix(std::uint64_t z) {  // splitmix64's finaliser
 }
 // Uniform in [-0.5, 0.5), a function of (id, step, axis) alone.
 double jitter(std::int64_t id, int step, int axis) {
-  const std::uint64_t h = mix(mix(static_cast<std::uint64_t>(id)) ^ (static_cast<std::uint64_t>(step) << 2 | static_cast<std::uint64_t>(axis)));
+  const std::uint64_t h = mix(mix(static_cast<std::uint64_t>(id)) ^
+                              (static_cast<std::uint64_t>(step) << 2 | static_cast<std::uint64_t>(axis)));
   return static_cast<double>(h >> 11) * 0x1p-53 - 0.5;
 }
 
@@ -95,7 +96,11 @@ struct Counters {
 class System {
  public:
   System(const Comm& comm, const CartesianDecomposition& decomp, const Lattice& lattice)
-      : comm_(comm), me_(comm.rank()), lat_(lattice), natoms_(lattice.atoms()), dom_(decomp, lattice.box, me_),
+      : comm_(comm),
+        me_(comm.rank()),
+        lat_(lattice),
+        natoms_(lattice.atoms()),
+        dom_(decomp, lattice.box, me_),
         x_(comm, dom_.peers_within(kReach)) {
     for (std::int64_t id = 0; id < natoms_; ++id) {
       ref_.push_back(lat_.initial(id));
@@ -122,7 +127,8 @@ class System {
   void forward() {
     fwd_.clear();
     for (const auto& list : send_lists_)
-      for (int i : list) fwd_.insert(fwd_.end(), pos_[static_cast<std::size_t>(i)].begin(), pos_[static_cast<std::size_t>(i)].end());
+      for (int i : list)
+        fwd_.insert(fwd_.end(), pos_[static_cast<std::size_t>(i)].begin(), pos_[static_cast<std::size_t>(i)].end());
     std::vector<double> in(3 * ghost_id_.size());
     x_.reset_traffic();
     x_.forward_begin(fwd_.data(), 3);
@@ -139,7 +145,8 @@ class System {
   // k for the atom it sent as forward record k.
   void reverse(int step) {
     std::vector<double> out;
-    for (std::int64_t id : ghost_id_) out.insert(out.end(), {static_cast<double>(id), static_cast<double>(me_), static_cast<double>(step)});
+    for (std::int64_t id : ghost_id_)
+      out.insert(out.end(), {static_cast<double>(id), static_cast<double>(me_), static_cast<double>(step)});
     std::vector<double> back(3 * static_cast<std::size_t>(x_.planned_sends()), -1.0);
     x_.reset_traffic();
     x_.reverse_begin(out.data(), 3);
@@ -149,7 +156,8 @@ class System {
     std::size_t k = 0;
     for (std::size_t p = 0; p < send_lists_.size(); ++p)
       for (int i : send_lists_[p]) {
-        const double expect[3] = {static_cast<double>(id_[static_cast<std::size_t>(i)]), static_cast<double>(peers()[p]), static_cast<double>(step)};
+        const double expect[3] = {static_cast<double>(id_[static_cast<std::size_t>(i)]),
+                                  static_cast<double>(peers()[p]), static_cast<double>(step)};
         if (!std::equal(expect, expect + 3, back.begin() + static_cast<std::ptrdiff_t>(3 * k))) ++c_.bad;
         ++k;
       }
@@ -236,7 +244,8 @@ class System {
     std::vector<std::int64_t> expect;
     for (std::int64_t id = 0; id < natoms_; ++id) {
       const Vec& p = ref_[static_cast<std::size_t>(id)];
-      if (dom_.owner_of(p.data()) != me_ && dom_.distance2_to_block(p.data(), me_) < kReach * kReach) expect.push_back(id);
+      if (dom_.owner_of(p.data()) != me_ && dom_.distance2_to_block(p.data(), me_) < kReach * kReach)
+        expect.push_back(id);
     }
     std::vector<std::int64_t> got = ghost_id_;
     std::sort(got.begin(), got.end());
@@ -268,7 +277,6 @@ class System {
   Counters c_;
 };
 
-
 // Runs the system on `decomp` and prints its line; returns the most peers of any rank.
 int run(const Comm& comm, const char* name, const Lattice& lat, const CartesianDecomposition& decomp) {
   const int np = comm.size();
@@ -290,11 +298,12 @@ int run(const Comm& comm, const char* name, const Lattice& lat, const CartesianD
   const int fwd = max_of(c.max_forward), rev = max_of(c.max_reverse), mig = max_of(c.max_migration),
             gho = max_of(c.max_ghosts), ghosts = max_of(c.max_ghost_count);
   if (comm.is_root())
-    std::printf("particles (%s): %d ranks (%dx%dx%d), %lld atoms, %d steps, %d rebuilds: max peers %d; messages per "
-                "step: forward max %d, reverse max %d; per rebuild exchange (counts + payloads, bound 2 x peers): "
-                "migration max %d, ghosts max %d; %lld atoms migrated, at most %d ghosts on a rank\n",
-                name, np, decomp.dims()[0], decomp.dims()[1], decomp.dims()[2], static_cast<long long>(lat.atoms()),
-                kSteps, kSteps / kEvery + 1, peers, fwd, rev, mig, gho, static_cast<long long>(migrated), ghosts);
+    std::printf(
+        "particles (%s): %d ranks (%dx%dx%d), %lld atoms, %d steps, %d rebuilds: max peers %d; messages per "
+        "step: forward max %d, reverse max %d; per rebuild exchange (counts + payloads, bound 2 x peers): "
+        "migration max %d, ghosts max %d; %lld atoms migrated, at most %d ghosts on a rank\n",
+        name, np, decomp.dims()[0], decomp.dims()[1], decomp.dims()[2], static_cast<long long>(lat.atoms()), kSteps,
+        kSteps / kEvery + 1, peers, fwd, rev, mig, gho, static_cast<long long>(migrated), ghosts);
   EXPECT_EQ(bad, 0) << name;
   if (np > 1) {
     EXPECT_GT(migrated, 0) << name;  // the walk does move atoms across blocks: migration was exercised

@@ -27,12 +27,9 @@ struct Layout {
 // (the rank is its own neighbour) or two (the same rank is adjacent on both sides).
 std::vector<Layout> layouts() {
   return {
-      {{8, 8, 8}, 1, {0, 0, 0}, {8.0, 8.0, 8.0}},
-      {{8, 8, 8}, 2, {0, 0, 0}, {8.0, 8.0, 8.0}},
-      {{12, 12, 12}, 27, {3, 3, 3}, {12.0, 12.0, 12.0}},
-      {{20, 20, 20}, 64, {4, 4, 4}, {5.0, 5.0, 5.0}},
-      {{13, 11, 9}, 6, {3, 2, 1}, {7.3, 5.9, 4.1}},
-      {{13, 12, 16}, 12, {1, 3, 4}, {6.5, 6.0, 8.0}},
+      {{8, 8, 8}, 1, {0, 0, 0}, {8.0, 8.0, 8.0}},        {{8, 8, 8}, 2, {0, 0, 0}, {8.0, 8.0, 8.0}},
+      {{12, 12, 12}, 27, {3, 3, 3}, {12.0, 12.0, 12.0}}, {{20, 20, 20}, 64, {4, 4, 4}, {5.0, 5.0, 5.0}},
+      {{13, 11, 9}, 6, {3, 2, 1}, {7.3, 5.9, 4.1}},      {{13, 12, 16}, 12, {1, 3, 4}, {6.5, 6.0, 8.0}},
       {{16, 9, 8}, 8, {2, 2, 2}, {8.0, 4.5, 4.0}},
   };
 }
@@ -119,13 +116,15 @@ TEST(ParticleDomain, PeersWithinAreTheRanksAPointCanReach) {
         if (d.dims()[a] > 1) narrowest = std::min(narrowest, d.box_of(r).size(a) * (l.box[a] / d.global_cells()[a]));
     for (double reach : {0.4, 0.99 * std::min(narrowest, 1e3), 1.7}) {
       std::vector<std::vector<int>> peers(static_cast<std::size_t>(d.nranks()));
-      for (int r = 0; r < d.nranks(); ++r) peers[static_cast<std::size_t>(r)] = ParticleDomain(d, l.box, r).peers_within(reach);
+      for (int r = 0; r < d.nranks(); ++r)
+        peers[static_cast<std::size_t>(r)] = ParticleDomain(d, l.box, r).peers_within(reach);
       const ParticleDomain any(d, l.box, 0);
       std::vector<std::set<int>> reached(static_cast<std::size_t>(d.nranks()));
       for (const auto& p : sample_points(any, rng, 3000)) {
         const int o = any.owner_of(p.data());
         for (int r = 0; r < d.nranks(); ++r)
-          if (r != o && any.distance2_to_block(p.data(), r) < reach * reach) reached[static_cast<std::size_t>(o)].insert(r);
+          if (r != o && any.distance2_to_block(p.data(), r) < reach * reach)
+            reached[static_cast<std::size_t>(o)].insert(r);
       }
       for (int r = 0; r < d.nranks(); ++r) {
         const auto& pr = peers[static_cast<std::size_t>(r)];
@@ -133,7 +132,8 @@ TEST(ParticleDomain, PeersWithinAreTheRanksAPointCanReach) {
         EXPECT_TRUE(std::is_sorted(pr.begin(), pr.end()));
         EXPECT_EQ(std::adjacent_find(pr.begin(), pr.end()), pr.end());
         EXPECT_EQ(std::count(pr.begin(), pr.end(), r), 0);
-        for (int q : reached[static_cast<std::size_t>(r)]) EXPECT_EQ(std::count(pr.begin(), pr.end(), q), 1) << "misses " << q;
+        for (int q : reached[static_cast<std::size_t>(r)])
+          EXPECT_EQ(std::count(pr.begin(), pr.end(), q), 1) << "misses " << q;
         for (int q : pr) {
           const auto& back = peers[static_cast<std::size_t>(q)];
           EXPECT_EQ(std::count(back.begin(), back.end(), r), 1) << q << " does not list " << r;
