@@ -11,6 +11,7 @@
 #include "core/exec.hpp"
 #include "core/memory.hpp"
 #include "mesh/decomposition.hpp"
+#include "mesh/particle_exchange.hpp"
 #include "solvers/md/atoms.hpp"
 
 namespace cumulus::md {
@@ -21,7 +22,9 @@ class AtomDomain {
   // of another rank's block.
   AtomDomain(const Comm& comm, const Exec& ex, const CartesianDecomposition& decomp, const double box[3], double reach);
 
-  int owner_of(const double p[3]) const;
+  int owner_of(const double p[3]) const { return geometry_.owner_of(p); }
+  // The exchange's peers and messages (for tests and diagnostics).
+  const ParticleExchange& exchange() const { return exchange_; }
   // Owned atoms (host mirror) that left this rank's block go to their new owners. `step` names
   // the step in the error raised for an atom that went further than a neighbour rank.
   void migrate(MdAtoms& atoms, std::int64_t step);
@@ -35,22 +38,17 @@ class AtomDomain {
   void upload_send_index(const MdAtoms& atoms);
 
  private:
-  double distance2_to_block(const double p[3], int r) const;
-  int bin_index(double x, int d) const;
-
-  Comm comm_;
   const Exec* ex_;
-  const CartesianDecomposition* decomp_;
-  int me_, np_;
-  double box_[3], binw_[3], reach_;
-  int nbins_[3];
-  std::vector<int> owner_;
-  std::vector<std::vector<int>> send_lists_;
-  std::vector<int> recv_counts_;
+  int np_;
+  double reach_;
+  ParticleDomain geometry_;
+  ParticleExchange exchange_;  // with the ranks whose blocks are within reach: at most 26
+  std::vector<std::vector<int>> send_lists_;  // per peer: the owned atoms it holds as ghosts
+  std::vector<int> recv_counts_;              // per peer: the ghosts it sends
+  std::vector<std::vector<std::byte>> records_;
   Buffer<int> send_index_;
   Buffer<double> fwd_dev_;
   std::vector<double> fwd_send_, fwd_recv_;
-  std::vector<int> fwd_scount_, fwd_rcount_, fwd_sdisp_, fwd_rdisp_;
 };
 
 }  // namespace cumulus::md
