@@ -27,7 +27,7 @@
 #include "solvers/md/lattice.hpp"
 #include "solvers/md/md_kernels.hpp"
 #include "solvers/md/neighbor_list.hpp"
-#include "solvers/md/pair.hpp"
+#include "solvers/md/force.hpp"
 #include "solvers/md/particle_state.hpp"
 #include "solvers/md/rdf.hpp"
 #include "solvers/md/setup.hpp"
@@ -46,7 +46,7 @@ class MdModel : public Model {
         data_(data_file_path(cfg).empty() ? DataFile{} : read_data_file(data_file_path(cfg), false)),
         s_(read_setup(cfg, data_.ntypes)),
         decomp_(make_decomposition(s_, box_lengths(s_, s_.data_file.empty() ? nullptr : &data_), np_)),
-        pair_(pair_style(s_.pair_style).create(cfg, s_.ntypes, ctx_.exec)) {
+        pair_(force_style(s_.pair_style).create(cfg, s_.ntypes, ctx_.exec)) {
     const bool from_file = !s_.data_file.empty();
     const std::array<double, 3> L = box_lengths(s_, from_file ? &data_ : nullptr);
     for (int d = 0; d < 3; ++d) box_[d] = L[d];
@@ -336,7 +336,7 @@ class MdModel : public Model {
   DataFile data_;
   Setup s_;
   CartesianDecomposition decomp_;
-  std::unique_ptr<PairStyle> pair_;
+  std::unique_ptr<ForceTerm> pair_;
   double box_[3] = {0, 0, 0};
   std::unique_ptr<MdAtoms> atoms_;
   std::unique_ptr<AtomDomain> domain_;

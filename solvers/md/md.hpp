@@ -1,6 +1,6 @@
 #pragma once
 // Molecular dynamics (solver = "md"): atoms of one or several types (pair styles behind a registry,
-// solvers/md/pair.hpp; Lennard-Jones 12-6 today) on an fcc,
+// solvers/md/force.hpp; Lennard-Jones 12-6 today) on an fcc,
 // bcc or sc lattice in a periodic orthorhombic box, a cell-list-built Verlet list with a skin
 // (rebuilt when an atom has moved half the skin), velocity Verlet (NVE), Langevin or Nose-Hoover
 // chains (NVT), LAMMPS-style thermo, and a

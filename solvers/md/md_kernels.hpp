@@ -1,6 +1,7 @@
 #pragma once
-// Molecular dynamics kernels (pair forces over a full Verlet list, velocity Verlet, Langevin,
-// Nose-Hoover scaling), declared once per backend pass. Atoms are structure-of-arrays: x, y, z
+// Molecular dynamics kernels (velocity Verlet, Langevin, Nose-Hoover scaling, thermo sums, the
+// kernel-built neighbour list, ghost positions), declared once per backend pass; each force term
+// declares its own (pair_lj_cut.hpp). Atoms are structure-of-arrays: x, y, z
 // each n doubles; types index per-type tables (masses, pair coefficients).
 #include <cstddef>
 #include <cstdint>
@@ -9,17 +10,6 @@
 #include "core/kernel_pass.hpp"
 
 namespace cumulus::md {
-
-// Lennard-Jones 12-6 between one pair of types, in the form the force loop wants:
-// F(r) r = r^-6 (lj1 r^-6 - lj2) and U(r) = r^-6 (lj3 r^-6 - lj4) - offset, inside cut2.
-struct LjCoefficients {
-  double cut2 = 0, lj1 = 0, lj2 = 0, lj3 = 0, lj4 = 0, offset = 0;
-};
-// The table of every type pair, row-major (pair (a, b) at a * ntypes + b), in backend memory.
-struct LjTable {
-  const LjCoefficients* c = nullptr;
-  int ntypes = 1;
-};
 
 // Atoms and their list, as raw pointers into one backend's memory (captured by value by kernels).
 struct Atoms {
@@ -69,9 +59,26 @@ struct ListInput {
   ListGrid g;
 };
 
+// Coordinates are wrapped into [0, L), so |d| < L and one comparison finds the nearest image (the
+// same values as d - L floor(d / L + 0.5), without the division).
+CUMULUS_HD inline double minimum_image(double d, double L) {
+  const double h = 0.5 * L;
+  return d > h ? d - L : (d < -h ? d + L : d);
+}
+// A coordinate that moved less than a box length, back into [0, L), counting the crossing.
+CUMULUS_HD inline double wrap(double x, double L, int& image) {
+  if (x < 0) {
+    image -= 1;
+    return x + L;
+  }
+  if (x >= L) {
+    image += 1;
+    return x - L;
+  }
+  return x;
+}
+
 #define CUMULUS_MD_KERNELS                                                                           \
-  void lj_forces(const Exec& ex, const Atoms& a, const LjTable& lj);                                 \
-  void lj_forces_half(const Atoms& a, const LjTable& lj);                                             \
   void kick_drift(const Exec& ex, const Atoms& a, double half_dt, double dt);                         \
   void kick(const Exec& ex, const Atoms& a, double half_dt);                                          \
   void kick_drift_langevin(const Exec& ex, const Atoms& a, double half_dt, double dt, double c1, double kT, \
@@ -89,9 +96,6 @@ struct ListInput {
                   std::size_t* temp_bytes);                                                           \
   void list_count(const Exec& ex, const ListInput& in, std::int64_t* counts);                         \
   void list_fill(const Exec& ex, const ListInput& in, const std::int64_t* start, int* neighbors);     \
-  void gather_f64(const Exec& ex, const double* in, double* out, const int* perm, int n);             \
-  void gather_i32(const Exec& ex, const int* in, int* out, const int* perm, int n);                   \
-  void gather_i64(const Exec& ex, const std::int64_t* in, std::int64_t* out, const int* perm, int n);   \
   void pack_positions(const Exec& ex, const Atoms& a, const int* idx, int n, double* out);            \
   void unpack_positions(const Exec& ex, const Atoms& a, const double* in, int first, int n);
 CUMULUS_DECLARE_KERNEL_PASSES(kernels, CUMULUS_MD_KERNELS)

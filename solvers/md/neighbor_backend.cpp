@@ -1,4 +1,4 @@
-// The kernel builder of the Verlet list (md_kernels.cpp: bin_keys .. list_fill), from the positions
+// The kernel builder of the Verlet list (neighbor_kernels.cpp: bin_keys .. list_fill), from the positions
 // and ids on the backend (owned, then ghosts). With `reorder` (one rank) the owned atoms are first
 // put in bin order (a stable radix sort by list bin, then every registered array gathered):
 // partners are then near in memory, which a GPU's gathers need, and the bins need no index array.

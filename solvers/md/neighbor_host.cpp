@@ -196,7 +196,7 @@ class HostNeighborList : public NeighborList {
     tph.reset();
     auto tpairs_region = std::make_unique<ScopedTimer>("md.neighbor_build.pairs");
     const int nthreads = omp_get_max_threads();
-    // One thread on the host: a half list (each pair once; md_kernels.cpp's lj_forces_half gives
+    // One thread on the host: a half list (each pair once; pair_lj_cut_kernels.cpp's lj_forces_half gives
     // the full list's bits at half the work). Otherwise the full list (threads and CUDA threads
     // each own their atoms' sums).
     half_ = ex.backend() == Backend::host && nthreads == 1;

@@ -8,7 +8,7 @@
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "solvers/md/lattice.hpp"
-#include "solvers/md/pair.hpp"
+#include "solvers/md/force.hpp"
 
 namespace cumulus::md {
 
@@ -51,7 +51,7 @@ Setup read_setup(const Config& cfg, int file_types) {
   s.data_file = data_file_path(cfg);
   // The interaction range: the pair style's longest cutoff (only when the types are consistent;
   // check() reports them first).
-  if (static_cast<int>(s.masses.size()) == s.ntypes) s.cutoff = pair_style(s.pair_style).reach(cfg, s.ntypes);
+  if (static_cast<int>(s.masses.size()) == s.ntypes) s.cutoff = force_style(s.pair_style).reach(cfg, s.ntypes);
   if (s.rdf_range <= 0) s.rdf_range = s.cutoff;
   return s;
 }
@@ -107,11 +107,11 @@ void declare_keys(Schema& s) {
       .def(std::vector<double>{})
       .positive();
   std::vector<std::string> styles;
-  for (const PairStyleInfo& p : pair_styles()) styles.push_back(p.name);
+  for (const ForceStyle& p : force_styles()) styles.push_back(p.name);
   s.key("md.pair_style", ValueType::string, "Pair potential (a registered style; its keys follow)")
       .def(std::string("lj/cut"))
       .one_of(styles);
-  for (const PairStyleInfo& p : pair_styles()) p.declare_keys(s);
+  for (const ForceStyle& p : force_styles()) p.declare_keys(s);
   s.key("md.dt", ValueType::real, "Time step (reduced time units, tau)").def(0.005).positive();
   s.key("md.data_file", ValueType::string,
         "A LAMMPS data file (atom_style atomic, orthogonal box) to start from instead of a lattice; its Masses "
@@ -193,7 +193,7 @@ void check(const Config& cfg, int nranks) {
       if (std::fabs(sum - 1) > 1e-9) cfg.fail("md.type_fractions", strprintf("sums to %.12g, not 1", sum));
     }
   }
-  const PairStyleInfo& style = pair_style(cfg.get<std::string>("md.pair_style"));
+  const ForceStyle& style = force_style(cfg.get<std::string>("md.pair_style"));
   style.check(cfg, ntypes);
   const Setup s = read_setup(cfg, from_file ? data.ntypes : 0);
   const std::array<double, 3> L = box_lengths(s, from_file ? &data : nullptr);

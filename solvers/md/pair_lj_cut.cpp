@@ -1,10 +1,13 @@
-// The pair-style registry and its first style, lj/cut (Lennard-Jones 12-6 with a cutoff per type
-// pair, explicit or mixed coefficients, optional shift and tail corrections).
-#include "solvers/md/pair.hpp"
+// The lj/cut force term (Lennard-Jones 12-6 with a cutoff per type pair, explicit or mixed
+// coefficients, optional shift and tail corrections), its keys and its registration.
+#include "solvers/md/force.hpp"
+#include "solvers/md/pair_lj_cut.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
+#include "core/constants.hpp"
 #include "core/error.hpp"
 #include "core/memory.hpp"
 #include "core/strings.hpp"
@@ -12,7 +15,6 @@
 namespace cumulus::md {
 
 namespace {
-constexpr double kPi = 3.14159265358979323846;
 
 // The parameters of one type pair.
 struct LjPair {
@@ -72,7 +74,7 @@ std::vector<LjPair> lj_pairs(const Config& cfg, int nt) {
   return p;
 }
 
-class LjCut : public PairStyle {
+class LjCut : public ForceTerm {
  public:
   LjCut(const Config& cfg, int nt, const Exec& ex) : nt_(nt), pairs_(lj_pairs(cfg, nt)) {
     shift_ = cfg.get<bool>("md.shift");
@@ -111,7 +113,7 @@ class LjCut : public PairStyle {
     return out;
   }
 
-  double max_cutoff() const override {
+  double reach() const override {
     double m = 0;
     for (const LjPair& q : pairs_) m = std::max(m, q.cutoff);
     return m;
@@ -119,9 +121,21 @@ class LjCut : public PairStyle {
 
   void compute(const Exec& ex, const Atoms& a) const override {
     if (a.half)
-      kernels::host_pass::lj_forces_half(a, LjTable{table_.data(), nt_});
+      lj_kernels::host_pass::lj_forces_half(a, LjTable{table_.data(), nt_});
     else
-      CUMULUS_KERNEL(ex, kernels, lj_forces)(ex, a, LjTable{table_.data(), nt_});
+      CUMULUS_KERNEL(ex, lj_kernels, lj_forces)(ex, a, LjTable{table_.data(), nt_});
+  }
+
+  // Units of 2^-60 (a term up to 2^99 fits): far below any virial's rounding.
+  std::array<double, 6> virial_tensor(const Exec& ex, const Comm& comm, const Atoms& a) const override {
+    constexpr int kExp = -60;
+    std::array<double, 6> w{};
+    for (int c = 0; c < 6; ++c) {
+      ExactSum s = CUMULUS_KERNEL(ex, lj_kernels, lj_virial)(ex, a, LjTable{table_.data(), nt_}, c, kExp);
+      comm.sum_in_place(s.words(), ExactSum::kWords);
+      if (!s.value(kExp, &w[static_cast<std::size_t>(c)])) w[static_cast<std::size_t>(c)] = std::numeric_limits<double>::quiet_NaN();
+    }
+    return w;
   }
 
   // For a uniform fluid beyond each pair's cutoff rc (Allen & Tildesley), summed over type pairs:
@@ -182,33 +196,18 @@ void lj_check(const Config& cfg, int nt) {
     }
 }
 
-std::vector<PairStyleInfo> make_styles() {
-  std::vector<PairStyleInfo> v;
-  v.push_back({"lj/cut", "Lennard-Jones 12-6 with a cutoff per type pair", lj_keys, lj_check,
-               [](const Config& cfg, int nt) {
-                 double m = 0;
-                 for (const LjPair& q : lj_pairs(cfg, nt)) m = std::max(m, q.cutoff);
-                 return m;
-               },
-               [](const Config& cfg, int nt, const Exec& ex) -> std::unique_ptr<PairStyle> {
-                 return std::make_unique<LjCut>(cfg, nt, ex);
-               }});
-  return v;
-}
 }  // namespace
 
-const std::vector<PairStyleInfo>& pair_styles() {
-  static const std::vector<PairStyleInfo> styles = make_styles();
-  return styles;
-}
-
-const PairStyleInfo& pair_style(const std::string& name) {
-  std::string names;
-  for (const PairStyleInfo& s : pair_styles()) {
-    if (s.name == name) return s;
-    names += (names.empty() ? "" : ", ") + s.name;
-  }
-  throw InputError("unknown pair style '" + name + "' (registered: " + names + ")");
+void register_lj_cut(std::vector<ForceStyle>& styles) {
+  styles.push_back({"lj/cut", "Lennard-Jones 12-6 with a cutoff per type pair", lj_keys, lj_check,
+                    [](const Config& cfg, int nt) {
+                      double m = 0;
+                      for (const LjPair& q : lj_pairs(cfg, nt)) m = std::max(m, q.cutoff);
+                      return m;
+                    },
+                    [](const Config& cfg, int nt, const Exec& ex) -> std::unique_ptr<ForceTerm> {
+                      return std::make_unique<LjCut>(cfg, nt, ex);
+                    }});
 }
 
 }  // namespace cumulus::md

@@ -1,0 +1,61 @@
+#pragma once
+// Force terms of the md solver behind one interface, and the registry of styles that make them.
+// The integrator, the neighbour list and the decomposition know a force term only through this
+// interface (its reach, its force call, its virial tensor, its corrections), so further potentials,
+// and long-range electrostatics with their own k-space part, come in as new files that register a
+// style, without touching them (as LAMMPS adds a pair style and HOOMD-blue a ForceCompute).
+#include <array>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/comm.hpp"
+#include "core/config.hpp"
+#include "core/exec.hpp"
+#include "solvers/md/md_kernels.hpp"
+
+namespace cumulus::md {
+
+class ForceTerm {
+ public:
+  virtual ~ForceTerm() = default;
+  // One line for the log: the coefficients of every type pair.
+  virtual std::string describe() const = 0;
+  // The longest interaction range through the neighbour list: it holds pairs within the longest
+  // reach of all terms plus the skin.
+  virtual double reach() const = 0;
+  // Forces, and with a.energy half of each pair's energy and virial r . F, for every owned atom.
+  virtual void compute(const Exec& ex, const Atoms& a) const = 0;
+  // The virial tensor W_ab = sum over pairs of r_a F_b, in the order xx, yy, zz, xy, xz, yz, over
+  // every atom of every rank (collective; the same bits at any rank count). Its trace is the sum of
+  // the per-atom virials compute() gives, to rounding.
+  virtual std::array<double, 6> virial_tensor(const Exec& ex, const Comm& comm, const Atoms& a) const = 0;
+  // Analytic corrections for the interactions beyond the cutoffs in a uniform fluid, from the
+  // number of atoms of each type and the volume: {total energy, pressure}.
+  virtual std::pair<double, double> tail(const std::vector<double>& type_counts, double volume) const = 0;
+};
+
+struct ForceStyle {
+  std::string name, doc;
+  // Adds the style's keys (under md.) to the schema; every style's keys are declared, whichever the
+  // job chooses, so that `cumulus keys md` and docs/ list them all.
+  std::function<void(Schema&)> declare_keys;
+  // Relations between keys the schema cannot express (cfg.fail: exit 2), for `ntypes` atom types.
+  std::function<void(const Config&, int ntypes)> check;
+  // The longest cutoff the job gives the style (what reach() will return), for checks made before
+  // any model exists.
+  std::function<double(const Config&, int ntypes)> reach;
+  std::function<std::unique_ptr<ForceTerm>(const Config&, int ntypes, const Exec&)> create;
+};
+
+// The registered styles (md.pair_style names one), and one by name (InputError listing the names
+// if there is none). Each style's file defines its register function; force.cpp calls them.
+const std::vector<ForceStyle>& force_styles();
+const ForceStyle& force_style(const std::string& name);
+
+// The styles' register functions, one per file.
+void register_lj_cut(std::vector<ForceStyle>& styles);
+
+}  // namespace cumulus::md

@@ -1,0 +1,35 @@
+#pragma once
+// The lj/cut force term's coefficient table and kernels (pair_lj_cut.cpp is the term itself,
+// pair_lj_cut_kernels.cpp the kernel bodies), declared once per backend pass.
+#include <cstdint>
+
+#include "core/exact_sum.hpp"
+#include "core/exec.hpp"
+#include "core/kernel_pass.hpp"
+#include "solvers/md/md_kernels.hpp"
+
+namespace cumulus::md {
+
+// Lennard-Jones 12-6 between one pair of types, in the form the force loop wants:
+// F(r) r = r^-6 (lj1 r^-6 - lj2) and U(r) = r^-6 (lj3 r^-6 - lj4) - offset, inside cut2.
+struct LjCoefficients {
+  double cut2 = 0, lj1 = 0, lj2 = 0, lj3 = 0, lj4 = 0, offset = 0;
+};
+// The table of every type pair, row-major (pair (a, b) at a * ntypes + b), in backend memory.
+struct LjTable {
+  const LjCoefficients* c = nullptr;
+  int ntypes = 1;
+};
+
+// lj_forces: forces (and with a.energy, per-atom energies and virials) over a full list, on either
+// backend; lj_forces_half: over the host's half list (one thread). lj_virial: one component of the
+// virial tensor, sum over pairs of r_a F_b (0 xx, 1 yy, 2 zz, 3 xy, 4 xz, 5 yz), each pair's half
+// given to each owned atom of it, summed exactly in units of 2^e (full or half list).
+#define CUMULUS_LJ_KERNELS                                                                           \
+  void lj_forces(const Exec& ex, const Atoms& a, const LjTable& lj);                                 \
+  void lj_forces_half(const Atoms& a, const LjTable& lj);                                             \
+  ExactSum lj_virial(const Exec& ex, const Atoms& a, const LjTable& lj, int component, int e);
+CUMULUS_DECLARE_KERNEL_PASSES(lj_kernels, CUMULUS_LJ_KERNELS)
+#undef CUMULUS_LJ_KERNELS
+
+}  // namespace cumulus::md
