@@ -175,8 +175,21 @@ void H5mdWriter::write(long step, double time, const StateDescription& state) {
           int_attr(box, "dimension", {3}, true);
           string_attr(box, "boundary", {"periodic", "periodic", "periodic"}, false);
           {
-            h5::Handle edges = h5::create_dataset(box, "edges", H5T_NATIVE_DOUBLE, {3});
-            check(H5Dwrite(edges, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, state.geometry.spacing), path_, "write box");
+            // The box's edges as a time series (H5MD's time-dependent form: value, step, time), one
+            // row per frame: a barostat changes them.
+            h5::Handle edges = h5::create_group(box, "edges");
+            auto series = [&](const char* name, hid_t type, int rank, const hsize_t* d, const hsize_t* m, const hsize_t* c) {
+              h5::Handle space(H5Screate_simple(rank, d, m), H5Sclose);
+              h5::Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+              H5Pset_chunk(dcpl, rank, c);
+              h5::Handle made(check_id(H5Dcreate2(edges, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), path_, name),
+                              H5Dclose);
+            };
+            const hsize_t d2[2] = {0, 3}, m2[2] = {H5S_UNLIMITED, 3}, c2[2] = {64, 3};
+            series("value", H5T_NATIVE_DOUBLE, 2, d2, m2, c2);
+            const hsize_t d1 = 0, m1 = H5S_UNLIMITED, c1 = 1024;
+            series("step", H5T_NATIVE_INT64, 1, &d1, &m1, &c1);
+            series("time", H5T_NATIVE_DOUBLE, 1, &d1, &m1, &c1);
           }
           std::vector<int> species(N);
           std::vector<std::int64_t> idv(N);
@@ -249,6 +262,25 @@ void H5mdWriter::write(long step, double time, const StateDescription& state) {
         const std::int64_t s64 = step;
         append("step", H5T_NATIVE_INT64, 1, &s64);
         append("time", H5T_NATIVE_DOUBLE, 1, &time);
+      }
+      // The box's row of this frame (a trajectory begun before the box became a time series holds
+      // one fixed edges dataset: it is left as it is).
+      if (H5Lexists(f, "/particles/all/box/edges/value", H5P_DEFAULT) > 0) {
+        auto append_box = [&](const char* name, hid_t type, int rank, const void* data) {
+          const std::string path = std::string("/particles/all/box/edges/") + name;
+          h5::Handle d(check_id(H5Dopen2(f, path.c_str(), H5P_DEFAULT), path_, name), H5Dclose);
+          const hsize_t dims[2] = {t + 1, 3};
+          check(H5Dset_extent(d, dims), path_, "extend");
+          h5::Handle fs(H5Dget_space(d), H5Sclose);
+          const hsize_t start[2] = {t, 0}, cnt[2] = {1, 3};
+          check(H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, nullptr, cnt, nullptr), path_, "select");
+          h5::Handle ms(H5Screate_simple(rank, cnt, nullptr), H5Sclose);
+          check(H5Dwrite(d, type, ms, fs, H5P_DEFAULT, data), path_, name);
+        };
+        const std::int64_t s64 = step;
+        append_box("value", H5T_NATIVE_DOUBLE, 2, state.geometry.spacing);
+        append_box("step", H5T_NATIVE_INT64, 1, &s64);
+        append_box("time", H5T_NATIVE_DOUBLE, 1, &time);
       }
       file_->frames = t + 1;
       check(H5Fflush(f, H5F_SCOPE_GLOBAL), path_, "flush");

@@ -31,6 +31,7 @@
 #include "solvers/md/particle_state.hpp"
 #include "solvers/md/rdf.hpp"
 #include "solvers/md/setup.hpp"
+#include "solvers/md/sim_box.hpp"
 #include "solvers/md/thermo.hpp"
 #include "solvers/md/thermostat.hpp"
 #include "solvers/md/velocities.hpp"
@@ -46,13 +47,12 @@ class MdModel : public Model {
         data_(data_file_path(cfg).empty() ? DataFile{} : read_data_file(data_file_path(cfg), false)),
         s_(read_setup(cfg, data_.ntypes)),
         decomp_(make_decomposition(s_, box_lengths(s_, s_.data_file.empty() ? nullptr : &data_), np_)),
-        pair_(force_style(s_.pair_style).create(cfg, s_.ntypes, ctx_.exec)) {
+        pair_(force_style(s_.pair_style).create(cfg, s_.ntypes, ctx_.exec)),
+        box_(box_lengths(s_, s_.data_file.empty() ? nullptr : &data_)) {
     const bool from_file = !s_.data_file.empty();
-    const std::array<double, 3> L = box_lengths(s_, from_file ? &data_ : nullptr);
-    for (int d = 0; d < 3; ++d) box_[d] = L[d];
     if (from_file) s_.masses = data_.mass;
     atoms_ = std::make_unique<MdAtoms>(ctx_.exec, s_.masses);
-    domain_ = std::make_unique<AtomDomain>(ctx_.comm, ctx_.exec, decomp_, box_, s_.cutoff + s_.skin);
+    domain_ = std::make_unique<AtomDomain>(ctx_.comm, ctx_.exec, decomp_, box_.lengths(), s_.cutoff + s_.skin);
     type_counts_.assign(static_cast<std::size_t>(s_.ntypes), 0.0);
     place_atoms(from_file);
     const bool velocities_given = from_file && data_.has_velocities;
@@ -87,7 +87,7 @@ class MdModel : public Model {
     return strprintf("md: %lld atoms, %s (box %.6g x %.6g x %.6g), %d type(s) (%s), T0 %g; %s; Verlet list skin %g "
                      "(rebuilt when an atom has moved skin/2, %s); velocity Verlet, dt %g%s; %d rank(s) as %d x %d x %d "
                      "blocks of %d x %d x %d ownership cells in all",
-                     static_cast<long long>(n_total_), origin.c_str(), box_[0], box_[1], box_[2], s_.ntypes,
+                     static_cast<long long>(n_total_), origin.c_str(), box_.length(0), box_.length(1), box_.length(2), s_.ntypes,
                      types.c_str(), s_.temperature, pair_->describe().c_str(), s_.skin, list_->describe().c_str(),
                      s_.dt, thermostat_->describe().c_str(), np_, p[0], p[1], p[2], nb[0], nb[1], nb[2]);
   }
@@ -123,7 +123,7 @@ class MdModel : public Model {
     compute_forces(false);
     CUMULUS_KERNEL(ex, kernels, kick)(ex, view(), 0.5 * dt);
     thermostat_->end_step(tctx_, dt);
-    if (rdf_ && rdf_->due(step)) rdf_->sample(ex, *atoms_, *list_, box_);
+    if (rdf_ && rdf_->due(step)) rdf_->sample(ex, *atoms_, *list_, box_.lengths());
   }
 
   std::optional<HealthIssue> check_health() override {
@@ -144,7 +144,7 @@ class MdModel : public Model {
     const Comm& c = ctx_.comm;
     const Exec& ex = ctx_.exec;
     const Atoms a = view();
-    const double n = static_cast<double>(n_total_), V = box_[0] * box_[1] * box_[2], rho = n / V;
+    const double n = static_cast<double>(n_total_), V = box_.volume(), rho = n / V;
     const double ke = 0.5 * thermo_sum(ex, c, a, ThermoSum::mv2);
     double pe = thermo_sum(ex, c, a, ThermoSum::energy);
     const double w = thermo_sum(ex, c, a, ThermoSum::virial);
@@ -173,7 +173,7 @@ class MdModel : public Model {
   StateDescription state() override {
     if (stale_) refresh();
     atoms_->store.download_owned();
-    StateDescription s = describe_particles(atoms_->store, ctx_.comm, n_total_, box_, [this] { stale_ = true; });
+    StateDescription s = describe_particles(atoms_->store, ctx_.comm, n_total_, box_.lengths(), [this] { stale_ = true; });
     const Index3& dims = decomp_.dims();
     s.decomposition = {dims[0], dims[1], dims[2]};
     thermostat_->describe_state(s, ctx_.comm.rank());
@@ -181,7 +181,7 @@ class MdModel : public Model {
   }
 
  private:
-  Atoms view() const { return atoms_->view(list_.get(), box_); }
+  Atoms view() const { return atoms_->view(list_.get(), box_.lengths()); }
   // The host builder's positions live in host memory on the host backend: the ghosts' positions
   // are then packed and unpacked by loops, not kernels.
   bool host_positions() const { return ctx_.exec.backend() == Backend::host && !kernel_build_; }
@@ -204,6 +204,7 @@ class MdModel : public Model {
       ids.push_back(id);
       types.push_back(type);
     };
+    const double* L = box_.lengths();
     if (from_file) {
       n_total_ = data_.natoms;
       for (std::size_t k = 0; k < data_.id.size(); ++k) {
@@ -212,9 +213,9 @@ class MdModel : public Model {
         for (int d = 0; d < 3; ++d) {
           double q = data_.x[d][k] - data_.lo[d];
           im[d] = data_.image[d][k];
-          const double f = std::floor(q / box_[d]);
-          q -= f * box_[d];
-          if (q >= box_[d]) q -= box_[d];
+          const double f = std::floor(q / L[d]);
+          q -= f * L[d];
+          if (q >= L[d]) q -= L[d];
           im[d] += static_cast<int>(f);
           p[d] = q;
           vel[d] = data_.v[d][k];
@@ -271,6 +272,7 @@ class MdModel : public Model {
   std::vector<int> layout_order() {
     const int nown = atoms_->nown();
     const double* hx[3] = {atoms_->hx(0), atoms_->hx(1), atoms_->hx(2)};
+    const double* L = box_.lengths();
     std::vector<int> order;
     sort_by_id(atoms_->hid(), static_cast<std::size_t>(nown), order);
     double step2 = 0;
@@ -279,17 +281,17 @@ class MdModel : public Model {
                         q = static_cast<std::size_t>(order[static_cast<std::size_t>(k)]);
       for (int d = 0; d < 3; ++d) {
         double dd = hx[d][q] - hx[d][p];
-        dd = dd > 0.5 * box_[d] ? dd - box_[d] : (dd < -0.5 * box_[d] ? dd + box_[d] : dd);
+        dd = dd > 0.5 * L[d] ? dd - L[d] : (dd < -0.5 * L[d] ? dd + L[d] : dd);
         step2 += dd * dd;
       }
     }
-    const double spacing = std::cbrt(box_[0] * box_[1] * box_[2] / std::max<double>(static_cast<double>(n_total_), 1.0));
+    const double spacing = std::cbrt(box_.volume() / std::max<double>(static_cast<double>(n_total_), 1.0));
     const bool coherent = nown < 2 || step2 / (nown - 1) < 4 * spacing * spacing;
     if (coherent) return order;
     const double rl = s_.cutoff + s_.skin;
     int nb[3];
-    for (int d = 0; d < 3; ++d) nb[d] = std::max(1, static_cast<int>(std::floor(box_[d] / rl)));
-    auto bin1 = [&](double x, int d) { return std::clamp(static_cast<int>(std::floor(x * nb[d] / box_[d])), 0, nb[d] - 1); };
+    for (int d = 0; d < 3; ++d) nb[d] = std::max(1, static_cast<int>(std::floor(L[d] / rl)));
+    auto bin1 = [&](double x, int d) { return std::clamp(static_cast<int>(std::floor(x * nb[d] / L[d])), 0, nb[d] - 1); };
     const std::size_t nbins = static_cast<std::size_t>(nb[0]) * nb[1] * nb[2];
     std::vector<int> start(nbins + 1, 0), bin(static_cast<std::size_t>(nown));
     for (int i = 0; i < nown; ++i) {
@@ -326,7 +328,7 @@ class MdModel : public Model {
       if (np_ > 1 && !host_positions()) domain_->upload_send_index(*atoms_);
     }
     atoms_->fit_scratch(atoms_->nown());
-    list_->build(*atoms_, box_, rl);
+    list_->build(*atoms_, box_.lengths(), rl);
     atoms_->fit_scratch(list_->half() ? atoms_->nlocal() : atoms_->nown());
     atoms_->mark_list_positions();
   }
@@ -337,7 +339,7 @@ class MdModel : public Model {
   Setup s_;
   CartesianDecomposition decomp_;
   std::unique_ptr<ForceTerm> pair_;
-  double box_[3] = {0, 0, 0};
+  SimBox box_;
   std::unique_ptr<MdAtoms> atoms_;
   std::unique_ptr<AtomDomain> domain_;
   std::unique_ptr<NeighborList> list_;
