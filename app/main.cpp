@@ -520,6 +520,6 @@ int main(int argc, char** argv) {
     Log::instance().error(std::string("unexpected: ") + e.what());
   }
   Log::instance().close_file();
-  if (!symmetric && world.size() > 1) MPI_Abort(world.raw(), code);
+  if (!symmetric && world.size() > 1) world.abort(code);
   return code;
 }

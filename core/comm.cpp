@@ -1,5 +1,7 @@
 #include "core/comm.hpp"
 
+#include <cstdlib>
+
 #include "core/error.hpp"
 #include "core/strings.hpp"
 
@@ -67,6 +69,10 @@ double Comm::min(double v) const { return allreduce(comm_, v, MPI_DOUBLE, MPI_MI
 std::int64_t Comm::sum(std::int64_t v) const { return allreduce(comm_, v, MPI_INT64_T, MPI_SUM); }
 void Comm::sum_in_place(std::int64_t* v, int n) const {
   mpi_check(MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_INT64_T, MPI_SUM, comm_), "MPI_Allreduce");
+}
+void Comm::abort(int code) const {
+  MPI_Abort(comm_, code);
+  std::abort();  // MPI_Abort does not return; this tells the compiler so
 }
 void Comm::sum_in_place(double* v, int n) const {
   mpi_check(MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, comm_), "MPI_Allreduce");

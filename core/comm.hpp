@@ -34,6 +34,9 @@ class Comm {
   // This rank's index among the ranks on its node (for one rank per GPU).
   int local_rank() const;
   void barrier() const;
+  // Ends every rank of the communicator (MPI_Abort) with exit status `code`: for an error raised
+  // on some ranks only, when the others may be waiting in a collective.
+  [[noreturn]] void abort(int code) const;
 
   double sum(double v) const;
   double max(double v) const;
