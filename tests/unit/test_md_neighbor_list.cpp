@@ -36,9 +36,12 @@ struct Case {
 // {3, 6, 3} the binned path with the fewest bins it accepts, {7, 6, 8} many bins.
 std::vector<Case> cases() {
   return {
-      {"brute", {3.0, 7.5, 6.0}, 1.3, 150, 0},       {"brute_ghosts", {3.0, 7.5, 6.0}, 1.3, 120, 40},
-      {"tiny", {2.0, 2.1, 1.9}, 1.2, 12, 4},         {"three_bins", {4.0, 8.0, 5.0}, 1.3, 160, 0},
-      {"three_bins_ghosts", {4.0, 8.0, 5.0}, 1.3, 130, 50}, {"many_bins", {9.1, 8.3, 10.7}, 1.25, 600, 0},
+      {"brute", {3.0, 7.5, 6.0}, 1.3, 150, 0},
+      {"brute_ghosts", {3.0, 7.5, 6.0}, 1.3, 120, 40},
+      {"tiny", {2.0, 2.1, 1.9}, 1.2, 12, 4},
+      {"three_bins", {4.0, 8.0, 5.0}, 1.3, 160, 0},
+      {"three_bins_ghosts", {4.0, 8.0, 5.0}, 1.3, 130, 50},
+      {"many_bins", {9.1, 8.3, 10.7}, 1.25, 600, 0},
       {"many_bins_ghosts", {9.1, 8.3, 10.7}, 1.25, 450, 150},
   };
 }
@@ -64,7 +67,8 @@ Points random_points(const Case& c, std::uint64_t seed) {
       p.x[d].push_back(std::min(v, std::nextafter(c.box[d], 0.0)));
     }
     std::int64_t id;
-    do id = static_cast<std::int64_t>(rng() >> 29); while (!used.insert(id).second);
+    do id = static_cast<std::int64_t>(rng() >> 29);
+    while (!used.insert(id).second);
     p.id.push_back(id);
   }
   return p;
@@ -127,7 +131,8 @@ HostList copy_list(const NeighborList& l, int nlocal, const Exec& ex) {
   h.start.resize(static_cast<std::size_t>(l.nslots()) + 1);
   memory::copy(ex, Backend::host, h.start.data(), ex.backend(), l.start(), h.start.size() * sizeof(std::int64_t));
   h.nbr.resize(static_cast<std::size_t>(h.start.back()));
-  if (!h.nbr.empty()) memory::copy(ex, Backend::host, h.nbr.data(), ex.backend(), l.neighbors(), h.nbr.size() * sizeof(int));
+  if (!h.nbr.empty())
+    memory::copy(ex, Backend::host, h.nbr.data(), ex.backend(), l.neighbors(), h.nbr.size() * sizeof(int));
   if (l.half()) {
     h.order.resize(static_cast<std::size_t>(nlocal));
     memory::copy(ex, Backend::host, h.order.data(), ex.backend(), l.order(), h.order.size() * sizeof(int));
@@ -229,7 +234,8 @@ TEST_P(NeighborListTest, HostHalfListHoldsEachPairOnce) {
     }
   }
   for (auto& v : spread) std::sort(v.begin(), v.end());
-  for (int i = 0; i < nown; ++i) EXPECT_EQ(spread[static_cast<std::size_t>(i)], ref[static_cast<std::size_t>(i)]) << "owned atom " << i;
+  for (int i = 0; i < nown; ++i)
+    EXPECT_EQ(spread[static_cast<std::size_t>(i)], ref[static_cast<std::size_t>(i)]) << "owned atom " << i;
   EXPECT_EQ(list->pairs(), static_cast<double>(entries(ref)));  // full-list entries, not pairs
 }
 
@@ -311,6 +317,7 @@ TEST(SortById, OrdersByIdOverSeveralRadixPasses) {
     ASSERT_EQ(order.size(), ids.size());
     std::vector<std::int64_t> sorted(ids);
     std::sort(sorted.begin(), sorted.end());
-    for (std::size_t r = 0; r < ids.size(); ++r) EXPECT_EQ(ids[static_cast<std::size_t>(order[r])], sorted[r]) << top_bits;
+    for (std::size_t r = 0; r < ids.size(); ++r)
+      EXPECT_EQ(ids[static_cast<std::size_t>(order[r])], sorted[r]) << top_bits;
   }
 }

@@ -35,9 +35,8 @@ constexpr double kPi = 3.14159265358979323846;
 // A job with the md solver's schema (every pair style's keys), as `cumulus` parses one.
 Config md_config(const std::string& md_keys) {
   const std::string text = "solver = \"md\"\n[md]\n" + md_keys;
-  return parse_job_text(text, "test.toml", {}, [](const std::string& s, Schema& schema) {
-    SolverRegistry::all().build_schema(s, schema);
-  });
+  return parse_job_text(text, "test.toml", {},
+                        [](const std::string& s, Schema& schema) { SolverRegistry::all().build_schema(s, schema); });
 }
 
 std::unique_ptr<PairStyle> lj(const Config& cfg, int ntypes, const Exec& ex) {
@@ -132,7 +131,8 @@ TEST(PairLjCut, TwoAtomsMatchTheAnalyticPotential) {
       SCOPED_TRACE(::testing::Message() << to_string(kind) << ", r = " << r);
       for (bool across : {false, true}) {
         // Inside the box, or atom 1 near the upper faces and atom 0 through them near the lower ones.
-        const std::array<double, 3> x0 = across ? std::array<double, 3>{0.1, 0.2, 0.15} : std::array<double, 3>{5.0, 6.0, 7.0};
+        const std::array<double, 3> x0 =
+            across ? std::array<double, 3>{0.1, 0.2, 0.15} : std::array<double, 3>{5.0, 6.0, 7.0};
         std::array<double, 3> x1;
         for (int d = 0; d < 3; ++d) {
           x1[static_cast<std::size_t>(d)] = x0[static_cast<std::size_t>(d)] - r * u[d];
@@ -145,7 +145,8 @@ TEST(PairLjCut, TwoAtomsMatchTheAnalyticPotential) {
         }
         for (int i = 0; i < 2; ++i) {
           EXPECT_TRUE(near(res.pe[static_cast<std::size_t>(i)], 0.5 * pot.u(r), 1e-12)) << "energy of atom " << i;
-          EXPECT_TRUE(near(res.virial[static_cast<std::size_t>(i)], 0.5 * r * pot.f(r), 1e-12)) << "virial of atom " << i;
+          EXPECT_TRUE(near(res.virial[static_cast<std::size_t>(i)], 0.5 * r * pot.f(r), 1e-12))
+              << "virial of atom " << i;
         }
       }
     }
@@ -201,7 +202,8 @@ TEST(PairLjCut, ThreeAtomsNewtonVirialAndEnergyDerivative) {
         if (j == i) continue;
         double dx[3], r2 = 0;
         for (int d = 0; d < 3; ++d) {
-          dx[d] = x[static_cast<std::size_t>(i)][static_cast<std::size_t>(d)] - x[static_cast<std::size_t>(j)][static_cast<std::size_t>(d)];
+          dx[d] = x[static_cast<std::size_t>(i)][static_cast<std::size_t>(d)] -
+                  x[static_cast<std::size_t>(j)][static_cast<std::size_t>(d)];
           r2 += dx[d] * dx[d];
         }
         const double r = std::sqrt(r2);
@@ -313,8 +315,8 @@ TEST(PairLjCut, MixingRulesOfTwoTypes) {
   }
   // mixing = "none" needs every unlike pair given.
   EXPECT_THROW(lj(md_config("mixing = \"none\"\n" + types), 2, ex), Error);
-  EXPECT_NO_THROW(lj(md_config("mixing = \"none\"\n" + types +
-                               "[md.pairs.ab]\ntypes = [1, 2]\nepsilon = 0.7\nsigma = 1.1\n"), 2, ex));
+  EXPECT_NO_THROW(lj(
+      md_config("mixing = \"none\"\n" + types + "[md.pairs.ab]\ntypes = [1, 2]\nepsilon = 0.7\nsigma = 1.1\n"), 2, ex));
 }
 
 // Tail corrections for a uniform fluid beyond each pair's cutoff, against the integrals they stand
@@ -359,9 +361,12 @@ TEST(PairLjCut, TailCorrectionsAreTheIntegralsBeyondTheCutoff) {
     EXPECT_EQ(off.second, 0.0);
   }
   {  // two types, Lorentz-Berthelot: 1-1 (1, 1, 2.5), 2-2 (0.5, 1.4, 3), 1-2 (sqrt 0.5, 1.2, 2.75)
-    const auto style = lj(md_config("tail_correction = true\n[md.pairs.bb]\ntypes = [2, 2]\nepsilon = 0.5\nsigma = 1.4\ncutoff = 3.0\n"), 2, ex);
+    const auto style = lj(
+        md_config("tail_correction = true\n[md.pairs.bb]\ntypes = [2, 2]\nepsilon = 0.5\nsigma = 1.4\ncutoff = 3.0\n"),
+        2, ex);
     const double n[2] = {300.0, 120.0};
-    const PairParams pp[2][2] = {{{1.0, 1.0, 2.5}, {std::sqrt(0.5), 1.2, 2.75}}, {{std::sqrt(0.5), 1.2, 2.75}, {0.5, 1.4, 3.0}}};
+    const PairParams pp[2][2] = {{{1.0, 1.0, 2.5}, {std::sqrt(0.5), 1.2, 2.75}},
+                                 {{std::sqrt(0.5), 1.2, 2.75}, {0.5, 1.4, 3.0}}};
     double e_want = 0, p_want = 0;
     for (int a = 0; a < 2; ++a)
       for (int b = 0; b < 2; ++b) {

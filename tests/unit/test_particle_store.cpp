@@ -137,10 +137,10 @@ TEST(ParticleStore, AccessChecksTheElementSizeAndComponent) {
   const Handles h = register_arrays(s);
   make_atoms(s, h, 4);
   s.upload();
-  EXPECT_THROW(s.host<float>(h.pos), Error);          // 4 bytes, the array holds 8
-  EXPECT_THROW(s.host<std::int32_t>(h.id), Error);    // 4 bytes, the array holds 8
-  EXPECT_THROW(s.host<double>(h.type), Error);        // 8 bytes, the array holds 4
-  EXPECT_THROW(s.host<double>(h.pos, 3), Error);      // components 0 .. 2
+  EXPECT_THROW(s.host<float>(h.pos), Error);        // 4 bytes, the array holds 8
+  EXPECT_THROW(s.host<std::int32_t>(h.id), Error);  // 4 bytes, the array holds 8
+  EXPECT_THROW(s.host<double>(h.type), Error);      // 8 bytes, the array holds 4
+  EXPECT_THROW(s.host<double>(h.pos, 3), Error);    // components 0 .. 2
   EXPECT_THROW(s.host<double>(h.pos, -1), Error);
   EXPECT_THROW(s.device<std::int64_t>(h.flags), Error);
   EXPECT_THROW(s.device<std::int32_t>(h.flags, 2), Error);
