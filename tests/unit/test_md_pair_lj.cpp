@@ -1,4 +1,4 @@
-// The lj/cut pair style (solvers/md/pair.hpp), made from a job's keys as the md solver makes it,
+// The lj/cut force term (solvers/md/force.hpp, pair_lj_cut.cpp), made from a job's keys as the md solver makes it,
 // on two or three atoms at known separations: forces, energies and virials against the analytic
 // Lennard-Jones 12-6 potential, shifted or not; nothing beyond the cutoff; Newton's third law; the
 // force as minus the energy's derivative; the mixing rules of two types against values by hand;
@@ -22,7 +22,8 @@
 #include "core/memory.hpp"
 #include "solvers/md/atoms.hpp"
 #include "solvers/md/neighbor_list.hpp"
-#include "solvers/md/pair.hpp"
+#include "core/comm.hpp"
+#include "solvers/md/force.hpp"
 #include "solvers/model.hpp"
 
 using namespace cumulus;
@@ -39,8 +40,8 @@ Config md_config(const std::string& md_keys) {
                         [](const std::string& s, Schema& schema) { SolverRegistry::all().build_schema(s, schema); });
 }
 
-std::unique_ptr<PairStyle> lj(const Config& cfg, int ntypes, const Exec& ex) {
-  return pair_style("lj/cut").create(cfg, ntypes, ex);
+std::unique_ptr<ForceTerm> lj(const Config& cfg, int ntypes, const Exec& ex) {
+  return force_style("lj/cut").create(cfg, ntypes, ex);
 }
 
 // The analytic potential of one pair: U(r) = 4 eps ((s/r)^12 - (s/r)^6) and -dU/dr.
@@ -59,6 +60,7 @@ struct Lj {
 // What the force call leaves per atom.
 struct Result {
   std::vector<double> f[3], pe, virial;
+  std::array<double, 6> tensor{};  // the virial tensor xx, yy, zz, xy, xz, yz
 };
 
 enum class ListKind { host_half, host_full, kernels };
@@ -68,7 +70,7 @@ const char* to_string(ListKind k) {
 
 // Atoms (owned only, types 0-based) in a periodic box: the list at `reach`, then the style's force
 // call, as md's rebuild and force step do it.
-Result forces(const PairStyle& style, const std::vector<std::array<double, 3>>& x, const std::vector<int>& type,
+Result forces(const ForceTerm& style, const std::vector<std::array<double, 3>>& x, const std::vector<int>& type,
               const double box[3], double reach, ListKind kind, const Exec& ex) {
   const int n = static_cast<int>(x.size());
   MdAtoms atoms(ex, std::vector<double>(2, 1.0));
@@ -91,9 +93,10 @@ Result forces(const PairStyle& style, const std::vector<std::array<double, 3>>& 
   atoms.fit_scratch(list->half() ? atoms.nlocal() : atoms.nown());
   EXPECT_EQ(list->half(), kind == ListKind::host_half);
   style.compute(ex, atoms.view(list.get(), box));
+  Result r;
+  r.tensor = style.virial_tensor(ex, Comm::self(), atoms.view(list.get(), box));
   omp_set_num_threads(saved);
   const Atoms a = atoms.view(list.get(), box);
-  Result r;
   auto get = [&](std::vector<double>& out, const double* p) {
     out.resize(static_cast<std::size_t>(n));
     memory::copy(ex, Backend::host, out.data(), ex.backend(), p, sizeof(double) * out.size());
@@ -123,7 +126,7 @@ const double kBox[3] = {12.0, 13.0, 14.0};
 TEST(PairLjCut, TwoAtomsMatchTheAnalyticPotential) {
   Exec ex;
   const auto style = lj(md_config(""), 1, ex);  // eps 1, sigma 1, cutoff 2.5, no shift
-  EXPECT_EQ(style->max_cutoff(), 2.5);
+  EXPECT_EQ(style->reach(), 2.5);
   const Lj pot{1.0, 1.0};
   const double u[3] = {0.48, 0.6, 0.64};
   for (ListKind kind : kKinds)
@@ -148,6 +151,11 @@ TEST(PairLjCut, TwoAtomsMatchTheAnalyticPotential) {
           EXPECT_TRUE(near(res.virial[static_cast<std::size_t>(i)], 0.5 * r * pot.f(r), 1e-12))
               << "virial of atom " << i;
         }
+        // The tensor: W_ab = r_a F_b = r F(r) u_a u_b (both atoms' halves).
+        const int ab[6][2] = {{0, 0}, {1, 1}, {2, 2}, {0, 1}, {0, 2}, {1, 2}};
+        for (int c = 0; c < 6; ++c)
+          EXPECT_TRUE(near(res.tensor[static_cast<std::size_t>(c)], r * pot.f(r) * u[ab[c][0]] * u[ab[c][1]], 1e-12))
+              << "virial tensor component " << c;
       }
     }
 }
@@ -272,6 +280,14 @@ TEST(PairLjCut, EveryListGivesTheSameBits) {
       ASSERT_EQ(other.pe[i], half.pe[i]) << to_string(kind) << ", atom " << i;
       ASSERT_EQ(other.virial[i], half.virial[i]) << to_string(kind) << ", atom " << i;
     }
+    // The virial tensor too (each atom's share summed exactly); its trace is the per-atom virials'
+    // sum, to rounding.
+    for (int c = 0; c < 6; ++c)
+      EXPECT_EQ(other.tensor[static_cast<std::size_t>(c)], half.tensor[static_cast<std::size_t>(c)])
+          << to_string(kind) << ", component " << c;
+    double sum = 0;
+    for (double v : other.virial) sum += v;
+    EXPECT_TRUE(near(other.tensor[0] + other.tensor[1] + other.tensor[2], sum, 1e-12)) << to_string(kind);
   }
 }
 
@@ -283,8 +299,8 @@ TEST(PairLjCut, MixingRulesOfTwoTypes) {
   const std::string types = "[md.pairs.bb]\ntypes = [2, 2]\nepsilon = 0.5\nsigma = 1.4\ncutoff = 3.0\n";
   const auto lb = lj(md_config(types), 2, ex);
   const auto geo = lj(md_config("mixing = \"geometric\"\n" + types), 2, ex);
-  EXPECT_EQ(lb->max_cutoff(), 3.0);
-  EXPECT_EQ(pair_style("lj/cut").reach(md_config(types), 2), 3.0);
+  EXPECT_EQ(lb->reach(), 3.0);
+  EXPECT_EQ(force_style("lj/cut").reach(md_config(types), 2), 3.0);
   const Lj lb12{std::sqrt(0.5), 1.2}, geo12{std::sqrt(0.5), std::sqrt(1.4)}, p22{0.5, 1.4}, p11{1.0, 1.0};
   const double reach = 3.3;
   for (ListKind kind : kKinds) {
