@@ -44,12 +44,8 @@ struct PairSum {
 };
 }  // namespace
 
-// The half list (Newton's third law), host and one thread: every pair once, from its atom of
-// smaller id. The slots run in ascending id and each slot's neighbours are in ascending id, so every
-// owned atom receives its pairs' terms in ascending partner id (smaller partners while their slots
-// pass, larger ones in its own slot), the order of the full list; the partner's term is the exact
-// negative (x_j - x_i = -(x_i - x_j), the same r^2 and fpair): forces, energies and virials have
-// the full list's bits, at half the pair work. Ghost slots only add to owned partners.
+// The host's vectorised pair terms, shared by the half list (lj_forces_half, below) and the full
+// list on the host.
 #if !defined(__CUDACC__)
 namespace {
 // The per-pair terms of a chunk of neighbours, in a loop the compiler vectorises (partners'
