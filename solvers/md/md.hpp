@@ -1,11 +1,10 @@
 #pragma once
-// Molecular dynamics (solver = "md"): atoms of one or several types (pair styles behind a registry,
-// solvers/md/force.hpp; Lennard-Jones 12-6 today) on an fcc,
-// bcc or sc lattice in a periodic orthorhombic box, a cell-list-built Verlet list with a skin
-// (rebuilt when an atom has moved half the skin), velocity Verlet (NVE), Langevin or Nose-Hoover
-// chains (NVT), LAMMPS-style thermo, and a
-// spatial decomposition over MPI ranks with bit-identical trajectories at any rank count.
-// docs/md.md says what is there and what is not yet.
+// Molecular dynamics (solver = "md"): atoms of one or several types (force terms behind a registry,
+// solvers/md/force.hpp; Lennard-Jones 12-6 today) from an fcc, bcc or sc lattice or a LAMMPS data
+// file in a periodic orthorhombic box, a Verlet list with a skin, velocity Verlet (NVE), Langevin
+// or Nose-Hoover chains (NVT), LAMMPS-style thermo, and a spatial decomposition over MPI ranks
+// (neighbour ranks only) with bit-identical trajectories at any rank count. One concept per file:
+// docs/md.md has the table.
 #include "solvers/model.hpp"
 
 namespace cumulus::md {

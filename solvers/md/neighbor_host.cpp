@@ -113,7 +113,7 @@ class HostNeighborList : public NeighborList {
   explicit HostNeighborList(const Exec& ex) : NeighborList(ex) {}
   std::string describe() const override { return "built on the host"; }
 
-  void build(MdAtoms& atoms, const double box_[3], double rl) override {
+  void build(MdAtoms& atoms, const double box[3], double rl) override {
     const Exec& ex = *ex_;
     const int n_own = atoms.nown(), nlocal = atoms.nlocal();
     const double* lx[3] = {atoms.hx(0), atoms.hx(1), atoms.hx(2)};
@@ -124,7 +124,7 @@ class HostNeighborList : public NeighborList {
     const double rl2 = rl * rl;
     // Coordinates are wrapped into the box, so one comparison per axis finds the nearest image.
     auto image = [&](double d, int axis) {
-      const double L = box_[axis];
+      const double L = box[axis];
       return d > 0.5 * L ? d - L : (d < -0.5 * L ? d + L : d);
     };
     auto close = [&](int i, int j) {
@@ -139,10 +139,10 @@ class HostNeighborList : public NeighborList {
     // where the box holds fewer than three bins along an axis.
     const int reach = 1;
     int nb3[3];
-    for (int d = 0; d < 3; ++d) nb3[d] = std::max(1, static_cast<int>(std::floor(box_[d] / rl)));
+    for (int d = 0; d < 3; ++d) nb3[d] = std::max(1, static_cast<int>(std::floor(box[d] / rl)));
     const bool brute = nb3[0] < 3 || nb3[1] < 3 || nb3[2] < 3;
     auto list_bin = [&](double x, int d) {
-      return std::clamp(static_cast<int>(std::floor(x * nb3[d] / box_[d])), 0, nb3[d] - 1);
+      return std::clamp(static_cast<int>(std::floor(x * nb3[d] / box[d])), 0, nb3[d] - 1);
     };
     std::vector<int> count, bins;
     std::vector<unsigned char> has_owned;  // per bin: holds an owned atom (ghost slots scan only those)
@@ -252,13 +252,13 @@ class HostNeighborList : public NeighborList {
           // A neighbour bin across the periodic boundary holds atoms one box length away: the
           // shift is the minimum image (the same sums as minimum_image() in the force kernel).
           auto wrap_bin = [&](int b, int d, double* shift) {
-            *shift = b < 0 ? box_[d] : (b >= nb3[d] ? -box_[d] : 0.0);
+            *shift = b < 0 ? box[d] : (b >= nb3[d] ? -box[d] : 0.0);
             return b < 0 ? b + nb3[d] : (b >= nb3[d] ? b - nb3[d] : b);
           };
           // Rows of bins along x, (2 reach + 1) bins each, contiguous in the bin-sorted arrays
           // unless they cross the periodic boundary (then up to three segments, each with its
           // shift); rows whose y-z extent is beyond reach of the atom are skipped.
-          const double wy = box_[1] / nb3[1], wz = box_[2] / nb3[2];
+          const double wy = box[1] / nb3[1], wz = box[2] / nb3[2];
           auto gap = [](double lo, double hi, double x) { return x < lo ? lo - x : (x > hi ? x - hi : 0.0); };
           // Branch-free compaction: every candidate is written, and the count advances by one
           // for a hit (a quarter of them: a branch on it would be mispredicted often).
@@ -299,9 +299,9 @@ class HostNeighborList : public NeighborList {
                 }
                 if (top <= slot) continue;
               }
-              if (lo < 0) scan(count[row + n0 + lo], count[row + n0], box_[0], shy, shz);
+              if (lo < 0) scan(count[row + n0 + lo], count[row + n0], box[0], shy, shz);
               scan(count[row + std::max(lo, 0)], count[row + std::min(hi, n0 - 1) + 1], 0.0, shy, shz);
-              if (hi >= n0) scan(count[row], count[row + hi - n0 + 1], -box_[0], shy, shz);
+              if (hi >= n0) scan(count[row], count[row + hi - n0 + 1], -box[0], shy, shz);
             }
           }
         }
