@@ -1,13 +1,18 @@
 #pragma once
 // Owning buffers in a backend's memory, with explicit copies (never managed memory).
 #include <cstddef>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "core/exec.hpp"
 
 namespace cumulus {
+class Config;
+
 namespace memory {
+// The physical memory of this node in bytes (0 when the system does not say).
+double node_bytes();
 // `what` names the array in the error a failed allocation throws (a field's name, say).
 void* allocate(Backend where, std::size_t bytes, const char* what = nullptr);
 void release(Backend where, void* p) noexcept;
@@ -19,6 +24,14 @@ void copy(const Exec& ex, Backend dst_space, void* dst, Backend src_space, const
 // Queued on ex's stream; complete after ex.synchronize().
 void copy_async(const Exec& ex, Backend dst_space, void* dst, Backend src_space, const void* src, std::size_t bytes);
 }  // namespace memory
+
+// For a solver's check(): `cells` grid cells of `bytes_per_cell` bytes each (all the rank's fields
+// together, ghosts aside), split evenly over `nranks` ranks, must fit the memory of this node, and
+// no grid may pass 1e13 cells. Otherwise a config error on `key` (the key that sets the size), so
+// that a job too large fails before anything is allocated instead of in the middle of set-up.
+// `what`, when given, says what the bytes are, in parentheses after the rank count.
+void check_node_memory(const Config& cfg, const std::string& key, double cells, double bytes_per_cell, int nranks,
+                       const std::string& what = "");
 
 // A move-only array of T in the memory of one backend.
 template <class T>

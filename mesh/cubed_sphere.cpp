@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 
+#include "core/constants.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "mesh/decomposition.hpp"
@@ -13,8 +14,6 @@
 namespace cumulus {
 
 namespace {
-constexpr double kPi = 3.14159265358979323846;
-
 // Weights of the Lagrange polynomial through `*m` cells i0 .. i0 + m - 1 at fractional index s:
 // six points centred on s (sixth order) where they fit in [0, n); near the line's ends, where the
 // six would reach past the panel's corner, four (centred, or shifted inside for the last cells):

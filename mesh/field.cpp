@@ -1,6 +1,17 @@
 #include "mesh/field.hpp"
 
+#include "core/comm.hpp"
+#include "core/strings.hpp"
+
 namespace cumulus {
+
+std::optional<std::string> first_bad_cell_location(const Comm& comm, std::int64_t local, const Box& global) {
+  const std::int64_t first = comm.min(local);
+  if (first == kNoBadCell) return std::nullopt;
+  const std::int64_t nx = global.size(0), ny = global.size(1);
+  const int i = static_cast<int>(first % nx), j = static_cast<int>((first / nx) % ny), k = static_cast<int>(first / nx / ny);
+  return strprintf("cell (%d, %d, %d)", i, j, k);
+}
 
 std::vector<Box> rim_boxes(const Box& box, const Box& inner_in) {
   std::vector<Box> out;

@@ -3,6 +3,8 @@
 // memory of the run's backend (structure of arrays: component slowest, i fastest).
 #include <algorithm>
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -29,6 +31,7 @@ static_assert(std::is_trivially_copyable_v<View<double>>);
 template <class T>
 class Field {
  public:
+  using value_type = T;
   Field() = default;
   Field(std::string name, Backend space, const Box& interior, const Index3& ghost, int ncomp)
       : name_(std::move(name)), interior_(interior), ghost_(ghost), ncomp_(ncomp),
@@ -120,6 +123,15 @@ class Field {
   Box alloc_;
   Buffer<T> data_;
 };
+
+class Comm;
+
+// Where a grid health check found the first bad cell. Each rank's check kernel reduces its part
+// with MinOp to the lowest linear index into the global box, (k ny + j) nx + i, or kNoBadCell; the
+// lowest over all ranks is then the same cell at any rank count. Collective: returns
+// "cell (i, j, k)" (a HealthIssue's location), or nothing when no rank has a bad cell.
+inline constexpr std::int64_t kNoBadCell = std::numeric_limits<std::int64_t>::max();
+std::optional<std::string> first_bad_cell_location(const Comm& comm, std::int64_t local, const Box& global);
 
 // Splits the part of `box` outside `inner` into disjoint slabs (at most six), so that a kernel
 // can update the interior while halos are in flight and the rim afterwards.

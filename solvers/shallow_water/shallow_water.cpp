@@ -9,13 +9,13 @@
 #include <cstring>
 #include <limits>
 
+#include "core/constants.hpp"
 #include "core/log.hpp"
 #include "core/strings.hpp"
 
 namespace cumulus::sw {
 
 namespace {
-constexpr double kPi = 3.14159265358979323846;
 // Williamson et al. (1992), section 2.
 constexpr double kRadius = 6.37122e6;   // m
 constexpr double kOmega = 7.292e-5;     // 1/s
@@ -704,9 +704,7 @@ class ShallowWaterModel : public Model {
       displs[r] = layout_.first(r) * width;
     }
     std::vector<double> all(static_cast<std::size_t>(grid_.ntiles()) * width);
-    mpi_check(MPI_Allgatherv(per_tile.data(), static_cast<int>(per_tile.size()), MPI_DOUBLE, all.data(), counts.data(),
-                             displs.data(), MPI_DOUBLE, ctx_.comm.raw()),
-              "MPI_Allgatherv");
+    ctx_.comm.all_gather_v(per_tile, all, counts, displs);
     std::vector<double> total(static_cast<std::size_t>(width), 0.0);
     for (int t = 0; t < grid_.ntiles(); ++t)
       for (int m = 0; m < width; ++m) total[m] += all[static_cast<std::size_t>(t) * width + m];
