@@ -1,5 +1,6 @@
 #pragma once
 // Owning buffers in a backend's memory, with explicit copies (never managed memory).
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <utility>
@@ -40,6 +41,14 @@ class Buffer {
   Buffer() = default;
   Buffer(Backend where, std::size_t n, const char* what = nullptr) : where_(where), n_(n) {
     if (n_ > 0) data_ = static_cast<T*>(memory::allocate(where_, n_ * sizeof(T), what));
+  }
+  // A buffer in ex's memory holding a copy of `h`: how set-up code hands a list it built on the
+  // host to the kernels. `at_least` elements are allocated even for a shorter (or empty) list, so
+  // that a kernel handed no entries still gets a valid pointer; those past h.size() are not set.
+  static Buffer copy_of(const Exec& ex, const std::vector<T>& h, std::size_t at_least = 0, const char* what = nullptr) {
+    Buffer b(ex.backend(), std::max(h.size(), at_least), what);
+    if (!h.empty()) memory::copy(ex, b.where_, b.data_, Backend::host, h.data(), h.size() * sizeof(T));
+    return b;
   }
   ~Buffer() { memory::release(where_, data_); }
   Buffer(const Buffer&) = delete;

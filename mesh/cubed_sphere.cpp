@@ -329,15 +329,10 @@ CubeGatherPlan::CubeGatherPlan(const std::vector<Destination>& dests, const Comm
       weight[k * width + t] = term.weight;
     }
   }
-  const Backend b = exec.backend();
-  term_index_ = Buffer<std::int64_t>(b, index.size());
-  term_index_.from_host(exec, index);
-  term_weight_ = Buffer<double>(b, weight.size());
-  term_weight_.from_host(exec, weight);
-  dst_offset_ = Buffer<std::int64_t>(b, dst.size());
-  dst_offset_.from_host(exec, dst);
-  send_offsets_ = Buffer<std::int64_t>(b, send_offsets_host_.size());
-  send_offsets_.from_host(exec, send_offsets_host_);
+  term_index_ = Buffer<std::int64_t>::copy_of(exec, index);
+  term_weight_ = Buffer<double>::copy_of(exec, weight);
+  dst_offset_ = Buffer<std::int64_t>::copy_of(exec, dst);
+  send_offsets_ = Buffer<std::int64_t>::copy_of(exec, send_offsets_host_);
   max_terms_ = static_cast<int>(width);
 }
 

@@ -8,9 +8,8 @@ namespace cumulus {
 std::optional<std::string> first_bad_cell_location(const Comm& comm, std::int64_t local, const Box& global) {
   const std::int64_t first = comm.min(local);
   if (first == kNoBadCell) return std::nullopt;
-  const std::int64_t nx = global.size(0), ny = global.size(1);
-  const int i = static_cast<int>(first % nx), j = static_cast<int>((first / nx) % ny), k = static_cast<int>(first / nx / ny);
-  return strprintf("cell (%d, %d, %d)", i, j, k);
+  const Index3 c = GlobalCellNumber(global).cell(first);
+  return strprintf("cell (%d, %d, %d)", c[0], c[1], c[2]);
 }
 
 std::vector<Box> rim_boxes(const Box& box, const Box& inner_in) {

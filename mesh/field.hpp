@@ -126,11 +126,23 @@ class Field {
 
 class Comm;
 
-// Where a grid health check found the first bad cell. Each rank's check kernel reduces its part
-// with MinOp to the lowest linear index into the global box, (k ny + j) nx + i, or kNoBadCell; the
-// lowest over all ranks is then the same cell at any rank count. Collective: returns
-// "cell (i, j, k)" (a HealthIssue's location), or nothing when no rank has a bad cell.
+// The grid health checks find the first bad cell in one order at any rank count: each rank's
+// kernel reduces its part with MinOp over the cells' numbers in the global box (x fastest), or
+// kNoBadCell where all are good, and first_bad_cell_location takes the lowest over the ranks.
+// Numbering and decoding are here, together, so that they cannot disagree.
 inline constexpr std::int64_t kNoBadCell = std::numeric_limits<std::int64_t>::max();
+struct GlobalCellNumber {  // trivially copyable: kernels capture it
+  std::int64_t nx = 0, ny = 0;
+  GlobalCellNumber() = default;
+  explicit GlobalCellNumber(const Box& global) : nx(global.size(0)), ny(global.size(1)) {}
+  CUMULUS_HD std::int64_t operator()(int i, int j, int k) const { return (k * ny + j) * nx + i; }
+  Index3 cell(std::int64_t n) const {
+    return {static_cast<int>(n % nx), static_cast<int>((n / nx) % ny), static_cast<int>(n / nx / ny)};
+  }
+};
+static_assert(std::is_trivially_copyable_v<GlobalCellNumber>);
+// Collective: "cell (i, j, k)" (a HealthIssue's location) of the lowest-numbered bad cell over all
+// ranks, or nothing when no rank has one. `local` is this rank's kernel result.
 std::optional<std::string> first_bad_cell_location(const Comm& comm, std::int64_t local, const Box& global);
 
 // Splits the part of `box` outside `inner` into disjoint slabs (at most six), so that a kernel

@@ -764,25 +764,14 @@ class LbmModel : public Model {
     }
     flags_.buffer().from_host(ex, t);
     nlist_ = static_cast<std::int64_t>(list.size());
-    list_ = Buffer<std::int32_t>(ex.backend(), std::max<std::size_t>(list.size(), 1));
-    links_ = Buffer<std::uint32_t>(ex.backend(), list_.size());
-    delta_ = Buffer<float>(ex.backend(), list_.size() * L::Q);
-    if (!list.empty()) {
-      list_.from_host(ex, list);
-      links_.from_host(ex, links);
-      delta_.from_host(ex, delta);
-    }
+    list_ = Buffer<std::int32_t>::copy_of(ex, list, 1);
+    links_ = Buffer<std::uint32_t>::copy_of(ex, links, 1);
+    delta_ = Buffer<float>::copy_of(ex, delta, L::Q);
     nfill_ = static_cast<std::int64_t>(fill.size());
-    fill_list_ = Buffer<std::int32_t>(ex.backend(), std::max<std::size_t>(fill.size(), 1));
-    fill_walls_ = Buffer<std::uint32_t>(ex.backend(), fill_list_.size());
-    fill_moving_ = Buffer<std::uint32_t>(ex.backend(), fill_list_.size());
-    fill_face_ = Buffer<std::int8_t>(ex.backend(), fill_list_.size());
-    if (!fill.empty()) {
-      fill_list_.from_host(ex, fill);
-      fill_walls_.from_host(ex, fill_walls);
-      fill_moving_.from_host(ex, fill_moving);
-      fill_face_.from_host(ex, fill_face);
-    }
+    fill_list_ = Buffer<std::int32_t>::copy_of(ex, fill, 1);
+    fill_walls_ = Buffer<std::uint32_t>::copy_of(ex, fill_walls, 1);
+    fill_moving_ = Buffer<std::uint32_t>::copy_of(ex, fill_moving, 1);
+    fill_face_ = Buffer<std::int8_t>::copy_of(ex, fill_face, 1);
   }
 
   // The analytic velocity (lattice units) at cell (i, j, k) after `steps` steps, for the cases that have one.

@@ -361,14 +361,11 @@ class ShallowWaterModel : public Model {
         off.push_back(f.offset);
         out.push_back(f.outward);
       }
-      edge_offsets_ = Buffer<std::int64_t>(b, off.size());
-      edge_offsets_.from_host(ex, off);
-      edge_outward_ = Buffer<double>(b, out.size());
-      edge_outward_.from_host(ex, out);
+      edge_offsets_ = Buffer<std::int64_t>::copy_of(ex, off);
+      edge_outward_ = Buffer<double>::copy_of(ex, out);
     }
 
-    tc_ = Buffer<double>(b, grid_.centre_tan_table().size());
-    tc_.from_host(ex, grid_.centre_tan_table());
+    tc_ = Buffer<double>::copy_of(ex, grid_.centre_tan_table());
     g_.panels = grid_.panels();
     g_.tc = tc_.data();
     g_.n = grid_.n();

@@ -1,6 +1,6 @@
 // The small helpers the grid solvers share (issue #17): the node-memory and decomposition checks of
 // check(), the description of a field for checkpoints and output (grid_array), the first bad cell's
-// location, and pi. Each case feeds the helper what a solver would and checks what it returns or
+// number and location, a host list copied for the kernels (Buffer::copy_of), and pi. Each case feeds the helper what a solver would and checks what it returns or
 // refuses; the cross-rank halves (the lowest bad cell over ranks, Comm::all_gather_v, HaloOverlap)
 // are in tests/mpi/test_grid_helpers.cpp.
 #include <gtest/gtest.h>
@@ -106,6 +106,39 @@ TEST(GridHelpers, FirstBadCellLocationDecodesTheGlobalIndex) {
   EXPECT_EQ(first_bad_cell_location(self, at(6, 4, 2), global).value(), "cell (6, 4, 2)");
   EXPECT_EQ(first_bad_cell_location(self, at(3, 1, 2), global).value(), "cell (3, 1, 2)");
   EXPECT_EQ(first_bad_cell_location(self, at(5, 0, 1), global).value(), "cell (5, 0, 1)");
+}
+
+// The kernels' numbering: x fastest, consecutive over the global box, and decoded back exactly.
+TEST(GridHelpers, GlobalCellNumbersAreXFastestAndDecodeBack) {
+  const Box global(0, 0, 0, 7, 5, 3);
+  const GlobalCellNumber number(global);
+  std::int64_t expected = 0;
+  for (int k = 0; k < 3; ++k)
+    for (int j = 0; j < 5; ++j)
+      for (int i = 0; i < 7; ++i, ++expected) {
+        ASSERT_EQ(number(i, j, k), expected);
+        ASSERT_EQ(number.cell(expected), (Index3{i, j, k}));
+      }
+  // Past 2^31 cells the number still fits (64-bit arithmetic from the first product).
+  const GlobalCellNumber big(Box(0, 0, 0, 1 << 16, 1 << 16, 4));
+  EXPECT_EQ(big(5, 6, 3), (3 * 65536LL + 6) * 65536LL + 5);
+  EXPECT_EQ(big.cell(big(5, 6, 3)), (Index3{5, 6, 3}));
+}
+
+// A host list handed to the kernels: the copy, and room for at least `at_least` elements.
+TEST(GridHelpers, BufferCopyOfAHostList) {
+  const Exec ex;
+  const std::vector<std::int32_t> list{4, -1, 7};
+  const Buffer<std::int32_t> b = Buffer<std::int32_t>::copy_of(ex, list);
+  EXPECT_EQ(b.space(), Backend::host);
+  EXPECT_EQ(b.to_host(ex), list);
+  const Buffer<std::int32_t> padded = Buffer<std::int32_t>::copy_of(ex, list, 5);
+  ASSERT_EQ(padded.size(), 5u);
+  EXPECT_EQ(std::vector<std::int32_t>(padded.data(), padded.data() + 3), list);
+  const Buffer<float> none = Buffer<float>::copy_of(ex, {}, 19);  // an empty list still gives a pointer
+  EXPECT_EQ(none.size(), 19u);
+  EXPECT_NE(none.data(), nullptr);
+  EXPECT_EQ(Buffer<float>::copy_of(ex, {}).size(), 0u);
 }
 
 TEST(GridHelpers, DtypeOfEveryStorableType) {
