@@ -141,8 +141,10 @@ struct GlobalCellNumber {  // trivially copyable: kernels capture it
   }
 };
 static_assert(std::is_trivially_copyable_v<GlobalCellNumber>);
-// Collective: "cell (i, j, k)" (a HealthIssue's location) of the lowest-numbered bad cell over all
-// ranks, or nothing when no rank has one. `local` is this rank's kernel result.
+// Collective: the lowest-numbered bad cell over all ranks, (i, j, k) in `global`, or nothing when
+// no rank has one. `local` is this rank's kernel result.
+std::optional<Index3> lowest_bad_cell(const Comm& comm, std::int64_t local, const Box& global);
+// The same as a HealthIssue's location: "cell (i, j, k)".
 std::optional<std::string> first_bad_cell_location(const Comm& comm, std::int64_t local, const Box& global);
 
 // Splits the part of `box` outside `inner` into disjoint slabs (at most six), so that a kernel

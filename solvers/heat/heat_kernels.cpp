@@ -42,7 +42,7 @@ void fixed_face(const Exec& ex, const View<double>& u, const Box& ghost_layer, i
   });
 }
 
-// The smallest global linear index of a non-finite cell, or INT64_MAX.
+// The lowest GlobalCellNumber of a non-finite cell, or kNoBadCell.
 std::int64_t first_nonfinite(const Exec& ex, const View<double>& u, const Box& box, const Box& global) {
   const GlobalCellNumber number(global);
   return reduce(ex, "heat.health", box, kNoBadCell, MinOp{}, [=] CUMULUS_HD(int i, int j, int k) -> std::int64_t {

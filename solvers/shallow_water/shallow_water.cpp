@@ -497,18 +497,16 @@ class ShallowWaterModel : public Model {
 
   std::optional<HealthIssue> check_health() override {
     const Exec& ex = ctx_.exec;
+    // Cells numbered over all tiles, the tile as the k axis (ranks hold consecutive tiles): the
+    // first bad cell is the same at any rank count.
+    const Box tiles(0, 0, 0, nx_, ny_, grid_.ntiles());
     const std::int64_t local =
-        CUMULUS_KERNEL(ex, kernels, first_bad_cell)(ex, u_.view(), interior_, !case_.advection_only());
-    // Ranks hold consecutive tiles: the first bad cell is on the lowest rank that has one.
-    const std::int64_t none = std::numeric_limits<std::int64_t>::max();
-    const std::int64_t key = local == none ? none : (static_cast<std::int64_t>(t0_) * nx_ * ny_ + local);
-    const std::int64_t first = ctx_.comm.min(key);
-    if (first == none) return std::nullopt;
-    const int tile = static_cast<int>(first / (static_cast<std::int64_t>(nx_) * ny_));
-    const int rem = static_cast<int>(first % (static_cast<std::int64_t>(nx_) * ny_));
+        CUMULUS_KERNEL(ex, kernels, first_bad_cell)(ex, u_.view(), interior_, tiles, !case_.advection_only());
+    const std::optional<Index3> bad = lowest_bad_cell(ctx_.comm, local, tiles);
+    if (!bad) return std::nullopt;
     int p, i0, j0;
-    grid_.tile_origin(tile, &p, &i0, &j0);
-    const int I = i0 + rem % nx_, J = j0 + rem / nx_;
+    grid_.tile_origin((*bad)[2], &p, &i0, &j0);
+    const int I = i0 + (*bad)[0], J = j0 + (*bad)[1];
     const CubePoint c = centre(p, I, J);
     const double lat = std::asin(std::clamp(c.r[2], -1.0, 1.0)) * 180 / kPi;
     const double lon = std::atan2(c.r[1], c.r[0]) * 180 / kPi;

@@ -58,6 +58,9 @@ TEST(GridHelpersMpi, FirstBadCellIsTheLowestOverRanks) {
   ASSERT_TRUE(where.has_value());
   const int lowest = at(9, 2, 1) - (np - 1);  // (9 - (np - 1), 2, 1) for np <= 4
   EXPECT_EQ(*where, "cell (" + std::to_string(lowest % 10) + ", 2, 1)");
+  const std::optional<Index3> cell = lowest_bad_cell(comm, local, global);  // what shallow water decodes
+  ASSERT_TRUE(cell.has_value());
+  EXPECT_EQ(*cell, (Index3{lowest % 10, 2, 1}));
   EXPECT_FALSE(first_bad_cell_location(comm, kNoBadCell, global).has_value());
 }
 
