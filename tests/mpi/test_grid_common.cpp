@@ -20,7 +20,7 @@ using cumulus::testing::built_backends;
 
 // Rank r sends r + 1 values; the result puts the ranks in reverse order (displacements are honoured,
 // not assumed to follow the rank order), and every rank receives the whole.
-TEST(GridHelpersMpi, AllGatherVPlacesEveryRanksValues) {
+TEST(GridCommonMpi, AllGatherVPlacesEveryRanksValues) {
   const Comm comm = Comm::world();
   const int np = comm.size(), me = comm.rank();
   std::vector<int> counts(np), displs(np);
@@ -47,7 +47,7 @@ TEST(GridHelpersMpi, AllGatherVPlacesEveryRanksValues) {
 }
 
 // Each rank reports its own first bad cell; the location is the lowest over ranks, and the same on all.
-TEST(GridHelpersMpi, FirstBadCellIsTheLowestOverRanks) {
+TEST(GridCommonMpi, FirstBadCellIsTheLowestOverRanks) {
   const Comm comm = Comm::world();
   const int np = comm.size(), me = comm.rank();
   const Box global(0, 0, 0, 10, 6, 4);

@@ -1,8 +1,8 @@
-// The small helpers the grid solvers share (issue #17): the node-memory and decomposition checks of
-// check(), the description of a field for checkpoints and output (grid_array), the first bad cell's
-// number and location, a host list copied for the kernels (Buffer::copy_of), and pi. Each case feeds the helper what a solver would and checks what it returns or
-// refuses; the cross-rank halves (the lowest bad cell over ranks, Comm::all_gather_v, HaloOverlap)
-// are in tests/mpi/test_grid_helpers.cpp.
+// What the grid solvers share (issue #17): the node-memory and decomposition checks of check(),
+// the description of a field for checkpoints and output (grid_array), the first bad cell's number
+// and location, a host list copied for the kernels (Buffer::copy_of), and pi. Each case feeds a
+// helper what a solver would and checks what it returns or refuses; the cross-rank halves (the
+// lowest bad cell over ranks, Comm::all_gather_v, HaloOverlap) are in tests/mpi/test_grid_common.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -41,12 +41,12 @@ std::string error_of(const std::function<void()>& f) {
 }
 }  // namespace
 
-TEST(GridHelpers, PiIsTheNearestDouble) {
+TEST(GridCommon, PiIsTheNearestDouble) {
   EXPECT_EQ(kPi, 0x1.921fb54442d18p+1);
   EXPECT_EQ(kPi, std::acos(-1.0));
 }
 
-TEST(GridHelpers, NodeMemoryCheckPassesWhatFits) {
+TEST(GridCommon, NodeMemoryCheckPassesWhatFits) {
   const Config c = job_with("heat.cells");
   EXPECT_GT(memory::node_bytes(), 0.0);  // Linux says how much memory it has
   EXPECT_NO_THROW(check_node_memory(c, "heat.cells", 64.0 * 64.0, 16.0, 1));
@@ -57,7 +57,7 @@ TEST(GridHelpers, NodeMemoryCheckPassesWhatFits) {
   EXPECT_THROW(check_node_memory(c, "heat.cells", node + 4096, 1.0, 1), InputError);
 }
 
-TEST(GridHelpers, NodeMemoryCheckNamesTheKeyAndWhatTheBytesAre) {
+TEST(GridCommon, NodeMemoryCheckNamesTheKeyAndWhatTheBytesAre) {
   const Config c = job_with("lbm.cells");
   // 1e12 cells of 1 kB on 4 ranks: 250 TB per rank, on no node.
   const std::string e = error_of([&] { check_node_memory(c, "lbm.cells", 1e12, 1000.0, 4, "two fp32 population buffers"); });
@@ -73,7 +73,7 @@ TEST(GridHelpers, NodeMemoryCheckNamesTheKeyAndWhatTheBytesAre) {
   EXPECT_THROW(check_node_memory(c, "lbm.cells", 2e13, 1e-20, 1 << 20), InputError);
 }
 
-TEST(GridHelpers, DecompositionCheckTurnsAnImpossibleSplitIntoAConfigError) {
+TEST(GridCommon, DecompositionCheckTurnsAnImpossibleSplitIntoAConfigError) {
   const Config c = job_with("heat.cells");
   EXPECT_NO_THROW(check_decomposition(c, "heat.cells", {8, 8, 1}, {true, true, false}, 4, 2));
   // 3 x 3 cells cannot give 11 ranks (prime, more than either axis) a cell each.
@@ -96,7 +96,7 @@ TEST(GridHelpers, DecompositionCheckTurnsAnImpossibleSplitIntoAConfigError) {
   EXPECT_EQ(m, "job.toml:3: key 'heat.cells': too few bins for 11 ranks: " + direct);
 }
 
-TEST(GridHelpers, FirstBadCellLocationDecodesTheGlobalIndex) {
+TEST(GridCommon, FirstBadCellLocationDecodesTheGlobalIndex) {
   const Comm self = Comm::self();
   const Box global(0, 0, 0, 7, 5, 3);
   EXPECT_FALSE(first_bad_cell_location(self, kNoBadCell, global).has_value());
@@ -109,7 +109,7 @@ TEST(GridHelpers, FirstBadCellLocationDecodesTheGlobalIndex) {
 }
 
 // The kernels' numbering: x fastest, consecutive over the global box, and decoded back exactly.
-TEST(GridHelpers, GlobalCellNumbersAreXFastestAndDecodeBack) {
+TEST(GridCommon, GlobalCellNumbersAreXFastestAndDecodeBack) {
   const Box global(0, 0, 0, 7, 5, 3);
   const GlobalCellNumber number(global);
   std::int64_t expected = 0;
@@ -126,7 +126,7 @@ TEST(GridHelpers, GlobalCellNumbersAreXFastestAndDecodeBack) {
 }
 
 // A host list handed to the kernels: the copy, and room for at least `at_least` elements.
-TEST(GridHelpers, BufferCopyOfAHostList) {
+TEST(GridCommon, BufferCopyOfAHostList) {
   const Exec ex;
   const std::vector<std::int32_t> list{4, -1, 7};
   const Buffer<std::int32_t> b = Buffer<std::int32_t>::copy_of(ex, list);
@@ -141,7 +141,7 @@ TEST(GridHelpers, BufferCopyOfAHostList) {
   EXPECT_EQ(Buffer<float>::copy_of(ex, {}).size(), 0u);
 }
 
-TEST(GridHelpers, DtypeOfEveryStorableType) {
+TEST(GridCommon, DtypeOfEveryStorableType) {
   static_assert(dtype_of<double>() == DType::f64);
   static_assert(dtype_of<float>() == DType::f32);
   static_assert(dtype_of<std::int32_t>() == DType::i32);
@@ -152,7 +152,7 @@ TEST(GridHelpers, DtypeOfEveryStorableType) {
 
 // A host field with ghosts and two components: the description reads its interior in (c, k, j, i)
 // order, points the writers at the allocation, and a restore writes the interior only.
-TEST(GridHelpers, GridArrayDescribesAHostFieldWithItsInPlaceShortcut) {
+TEST(GridCommon, GridArrayDescribesAHostFieldWithItsInPlaceShortcut) {
   const Exec ex;
   const Box box(2, 1, 0, 6, 4, 1), global(0, 0, 0, 10, 8, 1);
   Field<float> f("speed", Backend::host, box, {1, 1, 0}, 2);
