@@ -152,10 +152,10 @@ class HaloOverlap {
   const std::vector<Box>& rim() const { return rim_; }
 
  private:
-  bool overlap_ = false;   // the exchange has MPI links
+  bool overlap_ = false;  // the exchange has MPI links
   bool split_on_host_ = false;
-  Box box_, inner_;        // inner_ and rim_: only when overlap_
-  std::vector<Box> rim_;   // the rest of box_, in at most six slabs
+  Box box_, inner_;       // inner_ and rim_: only when overlap_
+  std::vector<Box> rim_;  // the rest of box_, in at most six slabs
 };
 
 }  // namespace cumulus

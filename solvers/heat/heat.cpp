@@ -212,7 +212,8 @@ void HeatModel::advance(double /*time*/, double dt) {
   const double cz = decomp_.ndim() == 3 ? alpha_ * dt / (analytic_.h[2] * analytic_.h[2]) : 0.0;
   const bool three_d = decomp_.ndim() == 3;
   const View<double> un = u_next_.view();
-  overlap_.sweep(ex, *halo_, u_, [&](const Box& b) { CUMULUS_KERNEL(ex, kernels, update)(ex, u, un, b, cx, cy, cz, three_d); });
+  overlap_.sweep(ex, *halo_, u_,
+                 [&](const Box& b) { CUMULUS_KERNEL(ex, kernels, update)(ex, u, un, b, cx, cy, cz, three_d); });
   u_.swap(u_next_);
 }
 

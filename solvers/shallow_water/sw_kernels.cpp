@@ -199,7 +199,8 @@ void vorticity(const Exec& ex, const Grid& g, const View<double>& m, const View<
 
 // The lowest number in `tiles` (GlobalCellNumber: the tile is the k axis) of a cell with a
 // non-finite value, or (depth_positive) a depth <= 0; kNoBadCell when there is none.
-std::int64_t first_bad_cell(const Exec& ex, const View<double>& s, const Box& box, const Box& tiles, bool depth_positive) {
+std::int64_t first_bad_cell(const Exec& ex, const View<double>& s, const Box& box, const Box& tiles,
+                            bool depth_positive) {
   const GlobalCellNumber number(tiles);
   return reduce(ex, "sw.health", box, kNoBadCell, MinOp{}, [=] CUMULUS_HD(int i, int j, int k) -> std::int64_t {
     const double h = s(i, j, k, 0);

@@ -60,7 +60,8 @@ TEST(GridCommon, NodeMemoryCheckPassesWhatFits) {
 TEST(GridCommon, NodeMemoryCheckNamesTheKeyAndWhatTheBytesAre) {
   const Config c = job_with("lbm.cells");
   // 1e12 cells of 1 kB on 4 ranks: 250 TB per rank, on no node.
-  const std::string e = error_of([&] { check_node_memory(c, "lbm.cells", 1e12, 1000.0, 4, "two fp32 population buffers"); });
+  const std::string e =
+      error_of([&] { check_node_memory(c, "lbm.cells", 1e12, 1000.0, 4, "two fp32 population buffers"); });
   EXPECT_NE(e.find("job.toml:3: key 'lbm.cells'"), std::string::npos) << e;
   EXPECT_NE(e.find("1e+12 cells need 2.5e+05 GB per rank on 4 rank(s) (two fp32 population buffers), more than this "
                    "node's"),
@@ -84,7 +85,9 @@ TEST(GridCommon, DecompositionCheckTurnsAnImpossibleSplitIntoAConfigError) {
     direct = e.what();
   }
   ASSERT_FALSE(direct.empty());
-  const std::string e = error_of([&] { check_decomposition(c, "heat.cells", {3, 3, 1}, {false, false, false}, 11, 2); });
+  const std::string e = error_of([&] {
+    check_decomposition(c, "heat.cells", {3, 3, 1}, {false, false, false}, 11, 2);
+  });
   EXPECT_EQ(e, "job.toml:3: key 'heat.cells': " + direct);
   // min_cells is passed on: 8 cells over 4 ranks fit at 2 per rank, not at 3.
   EXPECT_NO_THROW(check_decomposition(c, "heat.cells", {8, 1, 1}, {false, false, false}, 4, 1, 2));
