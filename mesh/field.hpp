@@ -128,7 +128,7 @@ class Comm;
 
 // The grid health checks find the first bad cell in one order at any rank count: each rank's
 // kernel reduces its part with MinOp over the cells' numbers in the global box (x fastest), or
-// kNoBadCell where all are good, and first_bad_cell_location takes the lowest over the ranks.
+// kNoBadCell where all are good; lowest_bad_cell takes the lowest over the ranks and decodes it.
 // Numbering and decoding are here, together, so that they cannot disagree.
 inline constexpr std::int64_t kNoBadCell = std::numeric_limits<std::int64_t>::max();
 struct GlobalCellNumber {  // trivially copyable: kernels capture it
