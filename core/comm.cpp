@@ -88,6 +88,20 @@ void Comm::broadcast(double* v, int n, int root) const {
 std::int64_t Comm::min(std::int64_t v) const { return allreduce(comm_, v, MPI_INT64_T, MPI_MIN); }
 int Comm::bitwise_or(int v) const { return allreduce(comm_, v, MPI_INT, MPI_BOR); }
 
+void Comm::all_gather_v(const std::vector<double>& mine, std::vector<double>& all, const std::vector<int>& counts,
+                        const std::vector<int>& displs) const {
+  if (static_cast<int>(counts.size()) != size() || static_cast<int>(displs.size()) != size())
+    throw Error(strprintf("Comm::all_gather_v: %zu counts and %zu displacements for %d ranks", counts.size(),
+                          displs.size(), size()));
+  for (std::size_t r = 0; r < counts.size(); ++r)
+    if (displs[r] < 0 || counts[r] < 0 || static_cast<std::size_t>(displs[r]) + counts[r] > all.size())
+      throw Error(strprintf("Comm::all_gather_v: rank %zu's %d values at %d do not fit the %zu of the result", r,
+                            counts[r], displs[r], all.size()));
+  mpi_check(MPI_Allgatherv(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(), counts.data(),
+                           displs.data(), MPI_DOUBLE, comm_),
+            "MPI_Allgatherv");
+}
+
 void Comm::broadcast(std::string& s, int root) const {
   long n = static_cast<long>(s.size());
   mpi_check(MPI_Bcast(&n, 1, MPI_LONG, root, comm_), "MPI_Bcast");

@@ -49,6 +49,11 @@ class Comm {
   std::int64_t exclusive_sum(std::int64_t v) const;
   std::int64_t min(std::int64_t v) const;
   int bitwise_or(int v) const;
+  // Every rank's `mine` into `all` on every rank: rank r's values land at all[displs[r]] onwards,
+  // counts[r] of them (counts[rank()] == mine.size()). For sums that must not depend on the rank
+  // count: gather the per-tile partials, then add them in tile order on each rank.
+  void all_gather_v(const std::vector<double>& mine, std::vector<double>& all, const std::vector<int>& counts,
+                    const std::vector<int>& displs) const;
   void broadcast(std::string& s, int root = 0) const;
   int broadcast(int v, int root = 0) const;
   void broadcast(double* v, int n, int root = 0) const;

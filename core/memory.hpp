@@ -1,13 +1,19 @@
 #pragma once
 // Owning buffers in a backend's memory, with explicit copies (never managed memory).
+#include <algorithm>
 #include <cstddef>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "core/exec.hpp"
 
 namespace cumulus {
+class Config;
+
 namespace memory {
+// The physical memory of this node in bytes (0 when the system does not say).
+double node_bytes();
 // `what` names the array in the error a failed allocation throws (a field's name, say).
 void* allocate(Backend where, std::size_t bytes, const char* what = nullptr);
 void release(Backend where, void* p) noexcept;
@@ -20,6 +26,14 @@ void copy(const Exec& ex, Backend dst_space, void* dst, Backend src_space, const
 void copy_async(const Exec& ex, Backend dst_space, void* dst, Backend src_space, const void* src, std::size_t bytes);
 }  // namespace memory
 
+// For a solver's check(): `cells` grid cells of `bytes_per_cell` bytes each (all the rank's fields
+// together, ghosts aside), split evenly over `nranks` ranks, must fit the memory of this node, and
+// no grid may pass 1e13 cells. Otherwise a config error on `key` (the key that sets the size), so
+// that a job too large fails before anything is allocated instead of in the middle of set-up.
+// `what`, when given, says what the bytes are, in parentheses after the rank count.
+void check_node_memory(const Config& cfg, const std::string& key, double cells, double bytes_per_cell, int nranks,
+                       const std::string& what = "");
+
 // A move-only array of T in the memory of one backend.
 template <class T>
 class Buffer {
@@ -27,6 +41,14 @@ class Buffer {
   Buffer() = default;
   Buffer(Backend where, std::size_t n, const char* what = nullptr) : where_(where), n_(n) {
     if (n_ > 0) data_ = static_cast<T*>(memory::allocate(where_, n_ * sizeof(T), what));
+  }
+  // A buffer in ex's memory holding a copy of `h`: how set-up code hands a list it built on the
+  // host to the kernels. `at_least` elements are allocated even for a shorter (or empty) list, so
+  // that a kernel handed no entries still gets a valid pointer; those past h.size() are not set.
+  static Buffer copy_of(const Exec& ex, const std::vector<T>& h, std::size_t at_least = 0, const char* what = nullptr) {
+    Buffer b(ex.backend(), std::max(h.size(), at_least), what);
+    if (!h.empty()) memory::copy(ex, b.where_, b.data_, Backend::host, h.data(), h.size() * sizeof(T));
+    return b;
   }
   ~Buffer() { memory::release(where_, data_); }
   Buffer(const Buffer&) = delete;

@@ -8,9 +8,12 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/box.hpp"
+#include "core/exec.hpp"
 
 namespace cumulus {
 
@@ -36,6 +39,44 @@ struct GridArray {
   bool in_checkpoint = true;  // persistent state
   bool in_output = true;      // shown in ParaView
 };
+
+// The DType of an element type (a compile error for types checkpoints cannot hold).
+template <class T>
+constexpr DType dtype_of() {
+  if constexpr (std::is_same_v<T, double>) return DType::f64;
+  else if constexpr (std::is_same_v<T, float>) return DType::f32;
+  else if constexpr (std::is_same_v<T, std::int32_t>) return DType::i32;
+  else if constexpr (std::is_same_v<T, std::uint16_t>) return DType::u16;
+  else {
+    static_assert(std::is_same_v<T, std::uint8_t>, "no DType for this element type");
+    return DType::u8;
+  }
+}
+
+// A whole grid field, every component, as a GridArray (checkpointed and shown by default): read
+// and restored through the field's packed interior copies, and, when the field lives in host
+// memory, read in place by the writers (host_base). Every grid solver describes its state fields
+// so. `field` and `ex` are held by reference: both must outlive the description (members of the
+// Model whose state() made it). A template over mesh/'s Field<T>, so that io/ needs nothing of mesh/.
+template <class FieldT>
+GridArray grid_array(FieldT& field, const Exec& ex, const Box& global, std::string name, std::string units) {
+  GridArray a;
+  a.name = std::move(name);
+  a.units = std::move(units);
+  a.dtype = dtype_of<typename FieldT::value_type>();
+  a.ncomp = field.ncomp();
+  a.global_box = global;
+  a.local_box = field.interior();
+  a.read_local = [&field, &ex] { return field.interior_bytes(ex); };
+  a.write_local = [&field, &ex](const std::vector<unsigned char>& b) { field.set_interior_bytes(ex, b); };
+  // The address of the data now: a Field swapped later (a time step's two buffers) moves its data,
+  // so a description is made anew for each write, never kept.
+  if (field.space() == Backend::host) {
+    a.host_base = reinterpret_cast<const unsigned char*>(field.buffer().data());
+    a.host_alloc = field.allocated();
+  }
+  return a;
+}
 
 // The geometry ParaView needs to place a grid: 2 or 3 dimensions, origin and cell size. A grid of
 // curved quadrilaterals (the cubed sphere) gives its cells' corners instead: corners_per_cell x

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 
+#include "core/constants.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "mesh/decomposition.hpp"
@@ -13,8 +14,6 @@
 namespace cumulus {
 
 namespace {
-constexpr double kPi = 3.14159265358979323846;
-
 // Weights of the Lagrange polynomial through `*m` cells i0 .. i0 + m - 1 at fractional index s:
 // six points centred on s (sixth order) where they fit in [0, n); near the line's ends, where the
 // six would reach past the panel's corner, four (centred, or shifted inside for the last cells):
@@ -330,15 +329,10 @@ CubeGatherPlan::CubeGatherPlan(const std::vector<Destination>& dests, const Comm
       weight[k * width + t] = term.weight;
     }
   }
-  const Backend b = exec.backend();
-  term_index_ = Buffer<std::int64_t>(b, index.size());
-  term_index_.from_host(exec, index);
-  term_weight_ = Buffer<double>(b, weight.size());
-  term_weight_.from_host(exec, weight);
-  dst_offset_ = Buffer<std::int64_t>(b, dst.size());
-  dst_offset_.from_host(exec, dst);
-  send_offsets_ = Buffer<std::int64_t>(b, send_offsets_host_.size());
-  send_offsets_.from_host(exec, send_offsets_host_);
+  term_index_ = Buffer<std::int64_t>::copy_of(exec, index);
+  term_weight_ = Buffer<double>::copy_of(exec, weight);
+  dst_offset_ = Buffer<std::int64_t>::copy_of(exec, dst);
+  send_offsets_ = Buffer<std::int64_t>::copy_of(exec, send_offsets_host_);
   max_terms_ = static_cast<int>(width);
 }
 

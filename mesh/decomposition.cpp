@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
 
@@ -101,6 +102,16 @@ std::string CartesianDecomposition::describe() const {
   std::string s = strprintf("%d rank%s as %dx%dx%d over %dx%dx%d cells", nranks_, nranks_ == 1 ? "" : "s", dims_[0],
                             dims_[1], dims_[2], cells_[0], cells_[1], cells_[2]);
   return s;
+}
+
+void check_decomposition(const Config& cfg, const std::string& key, const Index3& global_cells,
+                         const std::array<bool, 3>& periodic, int nranks, int ndim, int min_cells,
+                         const std::string& context) {
+  try {
+    CartesianDecomposition(global_cells, periodic, nranks, ndim, min_cells);
+  } catch (const InputError& e) {
+    cfg.fail(key, context.empty() ? std::string(e.what()) : context + ": " + e.what());
+  }
 }
 
 }  // namespace cumulus

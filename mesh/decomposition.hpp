@@ -41,6 +41,15 @@ class CartesianDecomposition {
   Index3 dims_;
 };
 
+class Config;
+
+// For a solver's check(): tries the split the model will make (the constructor's arguments) and
+// turns an impossible one into a config error on `key`, so that the job is refused with the key to
+// change before anything is allocated. `context`, when given, goes before the reason.
+void check_decomposition(const Config& cfg, const std::string& key, const Index3& global_cells,
+                         const std::array<bool, 3>& periodic, int nranks, int ndim, int min_cells = 1,
+                         const std::string& context = "");
+
 // Splits n cells over p parts as evenly as possible: the first n % p parts get one more.
 inline int split_lo(int n, int p, int part) { return part * (n / p) + (part < n % p ? part : n % p); }
 

@@ -3,7 +3,6 @@
 #include "mesh/fft.hpp"
 
 #include <fftw3.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <climits>
@@ -369,7 +368,7 @@ void FftPlan<T>::check_memory() const {
     int node_ranks = 1;
     MPI_Comm_size(node, &node_ranks);
     MPI_Comm_free(&node);
-    have = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE)) / node_ranks;
+    have = memory::node_bytes() / node_ranks;
   }
   // The tightest node decides for all (a throw on some ranks only would leave the others waiting).
   have = comm_.min(have > 0 ? have : 1e300);

@@ -1,6 +1,21 @@
 #include "mesh/field.hpp"
 
+#include "core/comm.hpp"
+#include "core/strings.hpp"
+
 namespace cumulus {
+
+std::optional<Index3> lowest_bad_cell(const Comm& comm, std::int64_t local, const Box& global) {
+  const std::int64_t first = comm.min(local);
+  if (first == kNoBadCell) return std::nullopt;
+  return GlobalCellNumber(global).cell(first);
+}
+
+std::optional<std::string> first_bad_cell_location(const Comm& comm, std::int64_t local, const Box& global) {
+  const std::optional<Index3> c = lowest_bad_cell(comm, local, global);
+  if (!c) return std::nullopt;
+  return strprintf("cell (%d, %d, %d)", (*c)[0], (*c)[1], (*c)[2]);
+}
 
 std::vector<Box> rim_boxes(const Box& box, const Box& inner_in) {
   std::vector<Box> out;

@@ -3,6 +3,8 @@
 // memory of the run's backend (structure of arrays: component slowest, i fastest).
 #include <algorithm>
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -29,6 +31,7 @@ static_assert(std::is_trivially_copyable_v<View<double>>);
 template <class T>
 class Field {
  public:
+  using value_type = T;
   Field() = default;
   Field(std::string name, Backend space, const Box& interior, const Index3& ghost, int ncomp)
       : name_(std::move(name)), interior_(interior), ghost_(ghost), ncomp_(ncomp),
@@ -120,6 +123,29 @@ class Field {
   Box alloc_;
   Buffer<T> data_;
 };
+
+class Comm;
+
+// The grid health checks find the first bad cell in one order at any rank count: each rank's
+// kernel reduces its part with MinOp over the cells' numbers in the global box (x fastest), or
+// kNoBadCell where all are good; lowest_bad_cell takes the lowest over the ranks and decodes it.
+// Numbering and decoding are here, together, so that they cannot disagree.
+inline constexpr std::int64_t kNoBadCell = std::numeric_limits<std::int64_t>::max();
+struct GlobalCellNumber {  // trivially copyable: kernels capture it
+  std::int64_t nx = 0, ny = 0;
+  GlobalCellNumber() = default;
+  explicit GlobalCellNumber(const Box& global) : nx(global.size(0)), ny(global.size(1)) {}
+  CUMULUS_HD std::int64_t operator()(int i, int j, int k) const { return (k * ny + j) * nx + i; }
+  Index3 cell(std::int64_t n) const {
+    return {static_cast<int>(n % nx), static_cast<int>((n / nx) % ny), static_cast<int>(n / nx / ny)};
+  }
+};
+static_assert(std::is_trivially_copyable_v<GlobalCellNumber>);
+// Collective: the lowest-numbered bad cell over all ranks, (i, j, k) in `global`, or nothing when
+// no rank has one. `local` is this rank's kernel result.
+std::optional<Index3> lowest_bad_cell(const Comm& comm, std::int64_t local, const Box& global);
+// The same as a HealthIssue's location: "cell (i, j, k)".
+std::optional<std::string> first_bad_cell_location(const Comm& comm, std::int64_t local, const Box& global);
 
 // Splits the part of `box` outside `inner` into disjoint slabs (at most six), so that a kernel
 // can update the interior while halos are in flight and the rim afterwards.

@@ -213,4 +213,12 @@ CUMULUS_INSTANTIATE_HALO(std::uint16_t)
 CUMULUS_INSTANTIATE_HALO(std::int32_t)
 #undef CUMULUS_INSTANTIATE_HALO
 
+HaloOverlap::HaloOverlap(const HaloExchange& halo, const Box& box, const Index3& reach, bool split_on_host)
+    : overlap_(halo.has_mpi_neighbors()), split_on_host_(split_on_host), box_(box) {
+  if (overlap_) {
+    inner_ = box.grown({-reach[0], -reach[1], -reach[2]});
+    rim_ = rim_boxes(box, inner_);
+  }
+}
+
 }  // namespace cumulus

@@ -108,4 +108,54 @@ class HaloExchange {
   std::vector<MPI_Request> requests_;
 };
 
+// One step's sweep over a rank's box, overlapped with the halo exchange of the field the step
+// reads: begin the exchange, update the inner cells (whose stencil reaches no ghost), finish, then
+// the rim. It overlaps only on CUDA and only where the exchange has MPI links. On the host nothing
+// runs while MPI moves the halo, and the thin rim slabs cost a cache miss per cell; with no MPI
+// link (one rank, or unsplit periodic axes) there is no transfer to hide, and the rim's six thin
+// launches would be pure overhead. Then the exchange finishes first and one sweep covers the box.
+// Each cell's arithmetic is the same either way, so both paths give the same bits. Heat and LBM
+// build one per model (the split is computed once).
+class HaloOverlap {
+ public:
+  HaloOverlap() = default;
+  // `box`: the cells the step updates (the field's interior); `reach`: how far its stencil reads
+  // along each axis (the ghost width; 0 on an unused axis). `split_on_host` splits on the host too,
+  // so that the overlapped path is tested on any machine (as HaloExchange's force_staging).
+  HaloOverlap(const HaloExchange& halo, const Box& box, const Index3& reach, bool split_on_host = false);
+
+  // `update(b)` launches the step's kernel on box b (called once or up to seven times);
+  // `after_finish()` runs once the ghosts are in and before any cell that reads them is updated
+  // (LBM fills the ghosts of its walls there).
+  template <class T, class Update, class AfterFinish>
+  void sweep(const Exec& ex, HaloExchange& halo, Field<T>& field, Update&& update, AfterFinish&& after_finish) const {
+    auto transfer = halo.begin(field);
+    if (splits(ex)) {
+      update(inner_);  // overlaps the halo transfer
+      transfer.finish();
+      after_finish();
+      for (const Box& b : rim_) update(b);
+    } else {
+      transfer.finish();
+      after_finish();
+      update(box_);
+    }
+  }
+  template <class T, class Update>
+  void sweep(const Exec& ex, HaloExchange& halo, Field<T>& field, Update&& update) const {
+    sweep(ex, halo, field, update, [] {});
+  }
+
+  // Whether sweep() on `ex` updates the inner box during the exchange and the rim after it.
+  bool splits(const Exec& ex) const { return overlap_ && (ex.is_cuda() || split_on_host_); }
+  const Box& inner() const { return inner_; }
+  const std::vector<Box>& rim() const { return rim_; }
+
+ private:
+  bool overlap_ = false;  // the exchange has MPI links
+  bool split_on_host_ = false;
+  Box box_, inner_;       // inner_ and rim_: only when overlap_
+  std::vector<Box> rim_;  // the rest of box_, in at most six slabs
+};
+
 }  // namespace cumulus

@@ -6,17 +6,15 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <unistd.h>
 #include <limits>
 
+#include "core/constants.hpp"
 #include "core/log.hpp"
 #include "core/strings.hpp"
 
 namespace cumulus::heat {
 
 namespace {
-constexpr double kPi = 3.14159265358979323846;
-
 struct Geometry {
   int ndim;
   Index3 cells{1, 1, 1};
@@ -119,12 +117,7 @@ void check(const Config& cfg, int nranks) {
                                         "square; choose lengths and cells so that 1e-150 < h < 1e150",
                                         g.h[d], d));
   }
-  // Two fields of doubles per rank (ghosts aside), checked against this node's memory.
-  const double bytes_per_rank = 2.0 * 8.0 * total_cells / nranks;
-  const double node_bytes = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
-  if (total_cells > 1e13 || (node_bytes > 0 && bytes_per_rank > node_bytes))
-    cfg.fail("heat.cells", strprintf("%.3g cells need %.3g GB per rank on %d rank(s), more than this node's %.3g GB",
-                                     total_cells, bytes_per_rank / 1e9, nranks, node_bytes / 1e9));
+  check_node_memory(cfg, "heat.cells", total_cells, 2.0 * 8.0, nranks);  // two fields of doubles
   const double alpha = cfg.get<double>("heat.diffusivity");
   const double dt = cfg.get<double>("heat.dt"), dt_max = stable_dt(g, alpha);
   const double dt_used = dt > 0 ? dt : cfg.get<double>("heat.cfl") * dt_max;
@@ -141,11 +134,7 @@ void check(const Config& cfg, int nranks) {
     cfg.fail("heat.dt", strprintf("dt = %g exceeds the explicit stability limit 1/(2 alpha sum 1/h^2) = %g for "
                                   "these cells and diffusivity: use dt <= %g or set dt = 0 to choose it from heat.cfl",
                                   dt, dt_max, dt_max));
-  try {
-    CartesianDecomposition(g.cells, g.periodic, nranks, g.ndim, 1);
-  } catch (const InputError& e) {
-    cfg.fail("heat.cells", e.what());
-  }
+  check_decomposition(cfg, "heat.cells", g.cells, g.periodic, nranks, g.ndim);
 }
 
 
@@ -189,8 +178,7 @@ HeatModel::HeatModel(const Config& cfg, const Context& ctx)
   u_ = Field<double>("temperature", ctx.exec.backend(), box, ghost, 1);
   u_next_ = Field<double>("temperature", ctx.exec.backend(), box, ghost, 1);
   halo_ = std::make_unique<HaloExchange>(decomp_, ctx.comm, ctx.exec, ghost, 1, sizeof(double), "heat.halo");
-  inner_ = box.grown({-1, -1, g.ndim == 3 ? -1 : 0});
-  rim_ = rim_boxes(box, inner_);
+  overlap_ = HaloOverlap(*halo_, box, ghost);
   CUMULUS_KERNEL(ctx.exec, kernels, fill)(ctx.exec, u_.view(), box, analytic_, 0.0);
 }
 
@@ -223,32 +211,18 @@ void HeatModel::advance(double /*time*/, double dt) {
   const double cy = alpha_ * dt / (analytic_.h[1] * analytic_.h[1]);
   const double cz = decomp_.ndim() == 3 ? alpha_ * dt / (analytic_.h[2] * analytic_.h[2]) : 0.0;
   const bool three_d = decomp_.ndim() == 3;
-  auto transfer = halo_->begin(u_);
-  // Interior first and the rim after the exchange, to overlap the MPI transfer: only on the GPU
-  // (the host has nothing to overlap with) and only when there is a transfer (one rank, or unsplit
-  // periodic axes, has none: the rim's six thin launches would then be pure overhead).
-  if (ex.is_cuda() && halo_->has_mpi_neighbors()) {
-    CUMULUS_KERNEL(ex, kernels, update)(ex, u, u_next_.view(), inner_, cx, cy, cz, three_d);  // overlaps the halo transfer
-    transfer.finish();
-    for (const Box& b : rim_) CUMULUS_KERNEL(ex, kernels, update)(ex, u, u_next_.view(), b, cx, cy, cz, three_d);
-  } else {
-    // On the host nothing runs while MPI moves the halo, and the thin rim slabs cost a cache miss
-    // per cell: finish the exchange, then one sweep. Each cell's arithmetic is the same either way,
-    // so the two paths give the same bits.
-    transfer.finish();
-    CUMULUS_KERNEL(ex, kernels, update)(ex, u, u_next_.view(), box, cx, cy, cz, three_d);
-  }
+  const View<double> un = u_next_.view();
+  overlap_.sweep(ex, *halo_, u_,
+                 [&](const Box& b) { CUMULUS_KERNEL(ex, kernels, update)(ex, u, un, b, cx, cy, cz, three_d); });
   u_.swap(u_next_);
 }
 
 std::optional<HealthIssue> HeatModel::check_health() {
   const Box g = decomp_.global_box();
   const std::int64_t local = CUMULUS_KERNEL(ctx_.exec, kernels, first_nonfinite)(ctx_.exec, u_.view(), u_.interior(), g);
-  const std::int64_t first = ctx_.comm.min(local);
-  if (first == std::numeric_limits<std::int64_t>::max()) return std::nullopt;
-  const int i = static_cast<int>(first % g.size(0)), j = static_cast<int>((first / g.size(0)) % g.size(1)),
-            k = static_cast<int>(first / g.size(0) / g.size(1));
-  return HealthIssue{"temperature", strprintf("cell (%d, %d, %d)", i, j, k)};
+  const std::optional<std::string> where = first_bad_cell_location(ctx_.comm, local, g);
+  if (!where) return std::nullopt;
+  return HealthIssue{"temperature", *where};
 }
 
 std::vector<std::pair<std::string, double>> HeatModel::diagnostics(double time) {
@@ -274,20 +248,7 @@ StateDescription HeatModel::state() {
   for (int d = 0; d < 3; ++d) s.geometry.spacing[d] = analytic_.h[d];
   const Index3& dims = decomp_.dims();
   s.decomposition = {dims[0], dims[1], dims[2]};
-  GridArray a;
-  a.name = "temperature";
-  a.units = "K";
-  a.dtype = DType::f64;
-  a.global_box = decomp_.global_box();
-  a.local_box = u_.interior();
-  // The lambdas hold `this`: the description lives no longer than the model.
-  a.read_local = [this] { return u_.interior_bytes(ctx_.exec); };
-  if (u_.space() == Backend::host) {
-    a.host_base = reinterpret_cast<const unsigned char*>(u_.buffer().data());
-    a.host_alloc = u_.allocated();
-  }
-  a.write_local = [this](const std::vector<unsigned char>& b) { u_.set_interior_bytes(ctx_.exec, b); };
-  s.arrays.push_back(std::move(a));
+  s.arrays.push_back(grid_array(u_, ctx_.exec, decomp_.global_box(), "temperature", "K"));
   return s;
 }
 

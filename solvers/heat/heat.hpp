@@ -52,8 +52,7 @@ class HeatModel : public Model {
   std::array<bool, 3> periodic_;
   Field<double> u_, u_next_;
   std::unique_ptr<HaloExchange> halo_;
-  Box inner_;               // cells whose stencil needs no ghost value
-  std::vector<Box> rim_;    // the rest of the interior
+  HaloOverlap overlap_;  // the step's sweep, overlapped with the halo exchange where that pays
 };
 
 }  // namespace cumulus::heat

@@ -42,15 +42,14 @@ void fixed_face(const Exec& ex, const View<double>& u, const Box& ghost_layer, i
   });
 }
 
-// The smallest global linear index of a non-finite cell, or INT64_MAX.
+// The lowest GlobalCellNumber of a non-finite cell, or kNoBadCell.
 std::int64_t first_nonfinite(const Exec& ex, const View<double>& u, const Box& box, const Box& global) {
-  const std::int64_t nx = global.size(0), ny = global.size(1);
-  return reduce(ex, "heat.health", box, std::numeric_limits<std::int64_t>::max(), MinOp{},
-                [=] CUMULUS_HD(int i, int j, int k) -> std::int64_t {
-                  const double v = u(i, j, k);
-                  // v - v is 0 for finite v and NaN for NaN and +-Inf (no isfinite needed on the device).
-                  return (v - v == 0) ? std::numeric_limits<std::int64_t>::max() : (k * ny + j) * nx + i;
-                });
+  const GlobalCellNumber number(global);
+  return reduce(ex, "heat.health", box, kNoBadCell, MinOp{}, [=] CUMULUS_HD(int i, int j, int k) -> std::int64_t {
+    const double v = u(i, j, k);
+    // v - v is 0 for finite v and NaN for NaN and +-Inf (no isfinite needed on the device).
+    return (v - v == 0) ? kNoBadCell : number(i, j, k);
+  });
 }
 
 double sum(const Exec& ex, const View<double>& u, const Box& box) {

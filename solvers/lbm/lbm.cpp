@@ -3,14 +3,13 @@
 #include "solvers/lbm/lbm.hpp"
 #include "solvers/lbm/lbm_kernels.hpp"
 
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <limits>
 #include <memory>
 
+#include "core/constants.hpp"
 #include "core/log.hpp"
 #include "core/strings.hpp"
 #include "mesh/decomposition.hpp"
@@ -21,7 +20,6 @@
 namespace cumulus::lbm {
 
 namespace {
-constexpr double kPi = 3.14159265358979323846;
 constexpr const char* kFaces[6] = {"xlo", "xhi", "ylo", "yhi", "zlo", "zhi"};
 constexpr const char* kAxes = "xyz";
 // Lattice Mach number limit: |u| / c_s with c_s = 1/sqrt(3).
@@ -460,13 +458,6 @@ std::vector<std::uint8_t> cell_types(const Setup& s, const Box& alloc) {
   return t;
 }
 
-template <class S>
-DType storage_dtype() {
-  if constexpr (std::is_same_v<S, double>) return DType::f64;
-  else if constexpr (std::is_same_v<S, float>) return DType::f32;
-  else return DType::u16;
-}
-
 template <class L, class S>
 class LbmModel : public Model {
  public:
@@ -491,13 +482,7 @@ class LbmModel : public Model {
       return m;
     };
     halo_ = std::make_unique<HaloExchange>(decomp_, ctx_.comm, ex, ghost_, L::Q, sizeof(S), "lbm.halo", false, needs);
-    // The inner/rim split only serves to overlap MPI messages (CUDA); a rank whose every halo link
-    // is a self-copy (one rank) has none, and runs its whole box in one launch.
-    overlap_ = halo_->has_mpi_neighbors();
-    if (overlap_) {
-      inner_ = box_.grown({-1, -1, s_.ndim == 3 ? -1 : 0});
-      rim_ = rim_boxes(box_, inner_);
-    }
+    overlap_ = HaloOverlap(*halo_, box_, ghost_);
     build_flags();
     initialize();
   }
@@ -529,18 +514,10 @@ class LbmModel : public Model {
     // Inlets and moving walls start smoothly: (1 - cos(pi t / T)) / 2 over lbm.ramp_time, which
     // keeps an impulsive start from filling the domain with sound waves.
     s_.params.ramp = time >= s_.ramp_time ? 1.0 : 0.5 * (1.0 - std::cos(kPi * time / s_.ramp_time));
-    auto transfer = halo_->begin(f_);
     auto sc = CUMULUS_KERNEL(ex, kernels, stream_collide<L, S>);
-    if (ex.is_cuda() && overlap_) {
-      sc(ex, f_.view(), g_.view(), inner_, s_.params);  // overlaps the halo transfer
-      transfer.finish();
-      fill_walls();  // wall ghosts are read by rim cells only
-      for (const Box& b : rim_) sc(ex, f_.view(), g_.view(), b, s_.params);
-    } else {
-      transfer.finish();
-      fill_walls();
-      sc(ex, f_.view(), g_.view(), box_, s_.params);
-    }
+    // Wall ghosts (fill_walls) are read by rim cells only: filled after the exchange, before the rim.
+    overlap_.sweep(ex, *halo_, f_, [&](const Box& b) { sc(ex, f_.view(), g_.view(), b, s_.params); },
+                   [&] { fill_walls(); });
     if (nlist_ > 0)
       CUMULUS_KERNEL(ex, kernels, boundary_cells<L, S>)(ex, f_.view(), g_.view(), flags_.view(), list_.data(), links_.data(), delta_.data(), nlist_,
                                                           box_, s_.params);
@@ -560,13 +537,11 @@ class LbmModel : public Model {
     const Box g = decomp_.global_box();
     const std::int64_t local =
         CUMULUS_KERNEL(ctx_.exec, kernels, first_bad_cell<L, S>)(ctx_.exec, f_.view(), flags_.view(), box_, g, kDivergedSpeed);
-    const std::int64_t first = ctx_.comm.min(local);
-    if (first == std::numeric_limits<std::int64_t>::max()) return std::nullopt;
-    const int i = static_cast<int>(first % g.size(0)), j = static_cast<int>((first / g.size(0)) % g.size(1)),
-              k = static_cast<int>(first / g.size(0) / g.size(1));
+    const std::optional<std::string> where = first_bad_cell_location(ctx_.comm, local, g);
+    if (!where) return std::nullopt;
     return HealthIssue{strprintf("populations (non-finite, or a lattice speed above %g: the flow diverged; lower "
                                  "lbm.lattice_velocity or raise lbm.cells)", kDivergedSpeed),
-                       strprintf("cell (%d, %d, %d)", i, j, k)};
+                       *where};
   }
 
   std::vector<std::pair<std::string, double>> diagnostics(double time) override {
@@ -650,16 +625,14 @@ class LbmModel : public Model {
       return s.arrays.back();
     };
     // The lambdas hold `this`: the description lives no longer than the model.
-    GridArray& pop = add("populations", "lattice (f - w, shifted)", storage_dtype<S>(), L::Q, true, false);
-    pop.read_local = [this] { return f_.interior_bytes(ctx_.exec); };
-    pop.write_local = [this](const std::vector<unsigned char>& b) {
-      f_.set_interior_bytes(ctx_.exec, b);
-      macro_step_ = -1;
+    GridArray pop = grid_array(f_, ctx_.exec, global, "populations", "lattice (f - w, shifted)");
+    pop.in_output = false;
+    auto restore = std::move(pop.write_local);
+    pop.write_local = [this, restore](const std::vector<unsigned char>& b) {
+      restore(b);
+      macro_step_ = -1;  // the macroscopic fields are recomputed from the restored populations
     };
-    if (f_.space() == Backend::host) {
-      pop.host_base = reinterpret_cast<const unsigned char*>(f_.buffer().data());
-      pop.host_alloc = f_.allocated();
-    }
+    s.arrays.push_back(std::move(pop));
     GridArray& flags = add("flags", "0 fluid, 1 wall, 2-7 moving wall, 8-13 inlet, 14-19 outlet, 32+ obstacle", DType::u8, 1, true, true);
     flags.read_local = [this] {
       std::vector<unsigned char> b = flags_.interior_bytes(ctx_.exec);
@@ -791,25 +764,14 @@ class LbmModel : public Model {
     }
     flags_.buffer().from_host(ex, t);
     nlist_ = static_cast<std::int64_t>(list.size());
-    list_ = Buffer<std::int32_t>(ex.backend(), std::max<std::size_t>(list.size(), 1));
-    links_ = Buffer<std::uint32_t>(ex.backend(), list_.size());
-    delta_ = Buffer<float>(ex.backend(), list_.size() * L::Q);
-    if (!list.empty()) {
-      list_.from_host(ex, list);
-      links_.from_host(ex, links);
-      delta_.from_host(ex, delta);
-    }
+    list_ = Buffer<std::int32_t>::copy_of(ex, list, 1);
+    links_ = Buffer<std::uint32_t>::copy_of(ex, links, 1);
+    delta_ = Buffer<float>::copy_of(ex, delta, L::Q);
     nfill_ = static_cast<std::int64_t>(fill.size());
-    fill_list_ = Buffer<std::int32_t>(ex.backend(), std::max<std::size_t>(fill.size(), 1));
-    fill_walls_ = Buffer<std::uint32_t>(ex.backend(), fill_list_.size());
-    fill_moving_ = Buffer<std::uint32_t>(ex.backend(), fill_list_.size());
-    fill_face_ = Buffer<std::int8_t>(ex.backend(), fill_list_.size());
-    if (!fill.empty()) {
-      fill_list_.from_host(ex, fill);
-      fill_walls_.from_host(ex, fill_walls);
-      fill_moving_.from_host(ex, fill_moving);
-      fill_face_.from_host(ex, fill_face);
-    }
+    fill_list_ = Buffer<std::int32_t>::copy_of(ex, fill, 1);
+    fill_walls_ = Buffer<std::uint32_t>::copy_of(ex, fill_walls, 1);
+    fill_moving_ = Buffer<std::uint32_t>::copy_of(ex, fill_moving, 1);
+    fill_face_ = Buffer<std::int8_t>::copy_of(ex, fill_face, 1);
   }
 
   // The analytic velocity (lattice units) at cell (i, j, k) after `steps` steps, for the cases that have one.
@@ -905,9 +867,8 @@ class LbmModel : public Model {
   Context ctx_;
   Setup s_;
   CartesianDecomposition decomp_;
-  Box box_, inner_;  // inner_ and rim_: only where there are MPI neighbours (overlap_)
-  std::vector<Box> rim_;
-  bool overlap_ = false;
+  Box box_;
+  HaloOverlap overlap_;  // the step's sweep, overlapped with the halo exchange where that pays
   Index3 ghost_{1, 1, 1};
   Field<S> f_, g_;
   Field<std::uint8_t> flags_;
@@ -1050,16 +1011,9 @@ void check(const Config& cfg, int nranks) {
   for (int a = 0; a < s.ndim; ++a) cells *= s.cells[a];
   const int Q = s.lattice == "D2Q9" ? 9 : (s.lattice == "D3Q19" ? 19 : 27);
   const double bytes = s.precision == "fp64" ? 8 : (s.precision == "fp32" ? 4 : 2);
-  const double per_rank = cells * (2 * Q * bytes + 1) / nranks;
-  const double node = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
-  if (cells > 1e13 || (node > 0 && per_rank > node))
-    cfg.fail("lbm.cells", strprintf("%.3g cells need %.3g GB per rank on %d rank(s) (two %s population buffers), more than this node's %.3g GB",
-                                    cells, per_rank / 1e9, nranks, s.precision.c_str(), node / 1e9));
-  try {
-    CartesianDecomposition(s.cells, s.periodic, nranks, s.ndim, 1);
-  } catch (const InputError& e) {
-    cfg.fail("lbm.cells", e.what());
-  }
+  // Two population buffers and the flags.
+  check_node_memory(cfg, "lbm.cells", cells, 2 * Q * bytes + 1, nranks, "two " + s.precision + " population buffers");
+  check_decomposition(cfg, "lbm.cells", s.cells, s.periodic, nranks, s.ndim);
 }
 
 std::unique_ptr<Model> create(const Config& cfg, const Context& ctx) {

@@ -511,11 +511,11 @@ std::int64_t first_bad_cell(const Exec& ex, const View<S>& fv, const View<std::u
                             const Box& global, double max_speed) {
   using St = Storage<S>;
   using R = typename St::R;
-  const std::int64_t nx = global.size(0), ny = global.size(1);
+  const GlobalCellNumber number(global);
   const double limit = max_speed * max_speed;
-  return reduce(ex, "lbm.health", box, std::numeric_limits<std::int64_t>::max(), MinOp{},
+  return reduce(ex, "lbm.health", box, kNoBadCell, MinOp{},
                 [=] CUMULUS_HD(int i, int j, int k) -> std::int64_t {
-                  if (cell_type(flags(i, j, k)) != kFluid) return std::numeric_limits<std::int64_t>::max();
+                  if (cell_type(flags(i, j, k)) != kFluid) return kNoBadCell;
                   R f[L::Q];
                   static_for<L::Q>([&](auto q) { f[q] = St::load(fv(i, j, k, q)); });
                   R drho, jx, jy, jz;
@@ -524,7 +524,7 @@ std::int64_t first_bad_cell(const Exec& ex, const View<S>& fv, const View<std::u
                   const double u2 = (double(jx) * jx + double(jy) * jy + double(jz) * jz) / (rho * rho);
                   // NaN fails every comparison: a non-finite population makes u2 or rho NaN.
                   const bool ok = rho > 0 && u2 <= limit;
-                  return ok ? std::numeric_limits<std::int64_t>::max() : (k * ny + j) * nx + i;
+                  return ok ? kNoBadCell : number(i, j, k);
                 });
 }
 

@@ -9,13 +9,13 @@
 #include <cstring>
 #include <limits>
 
+#include "core/constants.hpp"
 #include "core/log.hpp"
 #include "core/strings.hpp"
 
 namespace cumulus::sw {
 
 namespace {
-constexpr double kPi = 3.14159265358979323846;
 // Williamson et al. (1992), section 2.
 constexpr double kRadius = 6.37122e6;   // m
 constexpr double kOmega = 7.292e-5;     // 1/s
@@ -361,14 +361,11 @@ class ShallowWaterModel : public Model {
         off.push_back(f.offset);
         out.push_back(f.outward);
       }
-      edge_offsets_ = Buffer<std::int64_t>(b, off.size());
-      edge_offsets_.from_host(ex, off);
-      edge_outward_ = Buffer<double>(b, out.size());
-      edge_outward_.from_host(ex, out);
+      edge_offsets_ = Buffer<std::int64_t>::copy_of(ex, off);
+      edge_outward_ = Buffer<double>::copy_of(ex, out);
     }
 
-    tc_ = Buffer<double>(b, grid_.centre_tan_table().size());
-    tc_.from_host(ex, grid_.centre_tan_table());
+    tc_ = Buffer<double>::copy_of(ex, grid_.centre_tan_table());
     g_.panels = grid_.panels();
     g_.tc = tc_.data();
     g_.n = grid_.n();
@@ -500,18 +497,16 @@ class ShallowWaterModel : public Model {
 
   std::optional<HealthIssue> check_health() override {
     const Exec& ex = ctx_.exec;
+    // Cells numbered over all tiles, the tile as the k axis (ranks hold consecutive tiles): the
+    // first bad cell is the same at any rank count.
+    const Box tiles(0, 0, 0, nx_, ny_, grid_.ntiles());
     const std::int64_t local =
-        CUMULUS_KERNEL(ex, kernels, first_bad_cell)(ex, u_.view(), interior_, !case_.advection_only());
-    // Ranks hold consecutive tiles: the first bad cell is on the lowest rank that has one.
-    const std::int64_t none = std::numeric_limits<std::int64_t>::max();
-    const std::int64_t key = local == none ? none : (static_cast<std::int64_t>(t0_) * nx_ * ny_ + local);
-    const std::int64_t first = ctx_.comm.min(key);
-    if (first == none) return std::nullopt;
-    const int tile = static_cast<int>(first / (static_cast<std::int64_t>(nx_) * ny_));
-    const int rem = static_cast<int>(first % (static_cast<std::int64_t>(nx_) * ny_));
+        CUMULUS_KERNEL(ex, kernels, first_bad_cell)(ex, u_.view(), interior_, tiles, !case_.advection_only());
+    const std::optional<Index3> bad = lowest_bad_cell(ctx_.comm, local, tiles);
+    if (!bad) return std::nullopt;
     int p, i0, j0;
-    grid_.tile_origin(tile, &p, &i0, &j0);
-    const int I = i0 + rem % nx_, J = j0 + rem / nx_;
+    grid_.tile_origin((*bad)[2], &p, &i0, &j0);
+    const int I = i0 + (*bad)[0], J = j0 + (*bad)[1];
     const CubePoint c = centre(p, I, J);
     const double lat = std::asin(std::clamp(c.r[2], -1.0, 1.0)) * 180 / kPi;
     const double lon = std::atan2(c.r[1], c.r[0]) * 180 / kPi;
@@ -704,9 +699,7 @@ class ShallowWaterModel : public Model {
       displs[r] = layout_.first(r) * width;
     }
     std::vector<double> all(static_cast<std::size_t>(grid_.ntiles()) * width);
-    mpi_check(MPI_Allgatherv(per_tile.data(), static_cast<int>(per_tile.size()), MPI_DOUBLE, all.data(), counts.data(),
-                             displs.data(), MPI_DOUBLE, ctx_.comm.raw()),
-              "MPI_Allgatherv");
+    ctx_.comm.all_gather_v(per_tile, all, counts, displs);
     std::vector<double> total(static_cast<std::size_t>(width), 0.0);
     for (int t = 0; t < grid_.ntiles(); ++t)
       for (int m = 0; m < width; ++m) total[m] += all[static_cast<std::size_t>(t) * width + m];

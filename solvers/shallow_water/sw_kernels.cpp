@@ -2,7 +2,6 @@
 // One source compiled per backend; no transcendental functions here, only +, -, *, / and sqrt,
 // which CUDA (with --fmad=false) rounds exactly as the host does: the backends agree bit for bit.
 #include <cstdint>
-#include <limits>
 
 #include "solvers/shallow_water/sw_kernels.hpp"
 
@@ -198,18 +197,17 @@ void vorticity(const Exec& ex, const Grid& g, const View<double>& m, const View<
   });
 }
 
-// The smallest linear index ((k - box.lo2) ny + j) nx + i of a cell with a non-finite value, or
-// (depth_positive) a depth <= 0; INT64_MAX when there is none.
-std::int64_t first_bad_cell(const Exec& ex, const View<double>& s, const Box& box, bool depth_positive) {
-  const std::int64_t nx = box.size(0), ny = box.size(1);
-  const int k0 = box.lo[2];
-  return reduce(ex, "sw.health", box, std::numeric_limits<std::int64_t>::max(), MinOp{},
-                [=] CUMULUS_HD(int i, int j, int k) -> std::int64_t {
-                  const double h = s(i, j, k, 0);
-                  const double sum = h + s(i, j, k, 1) + s(i, j, k, 2) + s(i, j, k, 3);
-                  const bool bad = !(sum - sum == 0) || (depth_positive && !(h > 0));
-                  return bad ? ((k - k0) * ny + j) * nx + i : std::numeric_limits<std::int64_t>::max();
-                });
+// The lowest number in `tiles` (GlobalCellNumber: the tile is the k axis) of a cell with a
+// non-finite value, or (depth_positive) a depth <= 0; kNoBadCell when there is none.
+std::int64_t first_bad_cell(const Exec& ex, const View<double>& s, const Box& box, const Box& tiles,
+                            bool depth_positive) {
+  const GlobalCellNumber number(tiles);
+  return reduce(ex, "sw.health", box, kNoBadCell, MinOp{}, [=] CUMULUS_HD(int i, int j, int k) -> std::int64_t {
+    const double h = s(i, j, k, 0);
+    const double sum = h + s(i, j, k, 1) + s(i, j, k, 2) + s(i, j, k, 3);
+    const bool bad = !(sum - sum == 0) || (depth_positive && !(h > 0));
+    return bad ? number(i, j, k) : kNoBadCell;
+  });
 }
 
 }  // namespace kernels::CUMULUS_PASS

@@ -77,7 +77,8 @@ enum Metric : int {
                 const Box& box, double dt6, double dh_shift);                                                    \
   void vorticity(const Exec& ex, const Grid& g, const View<double>& m, const View<double>& s,                  \
                  const View<double>& w, const Box& box);                                                       \
-  std::int64_t first_bad_cell(const Exec& ex, const View<double>& s, const Box& box, bool depth_positive);
+  std::int64_t first_bad_cell(const Exec& ex, const View<double>& s, const Box& box, const Box& tiles,         \
+                              bool depth_positive);
 CUMULUS_DECLARE_KERNEL_PASSES(kernels, CUMULUS_SW_KERNELS)
 #undef CUMULUS_SW_KERNELS
 

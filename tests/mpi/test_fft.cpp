@@ -14,13 +14,12 @@
 
 #include "../backends.hpp"
 #include "core/comm.hpp"
+#include "core/constants.hpp"
 #include "mesh/fft.hpp"
 
 using namespace cumulus;
 
 namespace {
-
-constexpr double kPi = 3.14159265358979323846;
 
 // A deterministic value in [-1, 1] for every cell (and part), the same on every rank.
 double value_at(int i, int j, int k, int part) {

@@ -8,12 +8,12 @@
 #include <set>
 
 #include "core/comm.hpp"
+#include "core/constants.hpp"
 #include "mesh/cubed_sphere.hpp"
 
 using namespace cumulus;
 
 namespace {
-constexpr double kPi = 3.14159265358979323846;
 
 double smooth(const double r[3]) { return std::sin(2 * r[0] + 1) + r[1] * r[2] + std::cos(3 * r[2]) * r[0]; }
 
