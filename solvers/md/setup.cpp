@@ -151,12 +151,18 @@ std::array<double, 3> box_lengths(const Setup& s, const DataFile* data) {
 // + skin) thick along a split axis. Finer than the list's bins so that the ranks' shares are even: on
 // in.lj's box, 11 list bins split over 2 ranks are 5 and 6 (45% and 55% of the atoms), 47 cells
 // are 23 and 24 (49% and 51%).
+namespace {
 constexpr int kOwnerCellsPerReach = 4;
-CartesianDecomposition make_decomposition(const Setup& s, const std::array<double, 3>& L, int nranks) {
+Index3 owner_cells(const Setup& s, const std::array<double, 3>& L) {
   Index3 nb;
   for (int d = 0; d < 3; ++d)
     nb[d] = std::max(1, static_cast<int>(std::floor(L[d] * kOwnerCellsPerReach / (s.cutoff + s.skin))));
-  return CartesianDecomposition(nb, {true, true, true}, nranks, 3, kOwnerCellsPerReach);
+  return nb;
+}
+}  // namespace
+
+CartesianDecomposition make_decomposition(const Setup& s, const std::array<double, 3>& L, int nranks) {
+  return CartesianDecomposition(owner_cells(s, L), {true, true, true}, nranks, 3, kOwnerCellsPerReach);
 }
 
 void check(const Config& cfg, int nranks) {
@@ -207,11 +213,8 @@ void check(const Config& cfg, int nranks) {
                          s.cutoff + s.skin, L[d], d));
   }
   if (natoms > 2e9) cfg.fail("md.cells", strprintf("%.3g atoms is more than cumulus indexes (2^31)", natoms));
-  try {
-    make_decomposition(s, L, nranks);
-  } catch (const InputError& e) {
-    cfg.fail("md.cells", strprintf("the box holds too few bins of cutoff + skin for %d ranks: %s", nranks, e.what()));
-  }
+  check_decomposition(cfg, "md.cells", owner_cells(s, L), {true, true, true}, nranks, 3, kOwnerCellsPerReach,
+                      strprintf("the box holds too few bins of cutoff + skin for %d ranks", nranks));
   if (s.rdf_range > s.cutoff)
     cfg.fail("md.rdf_range", strprintf("%g is beyond the cutoff %g (the longest of any type pair): the radial distribution function is sampled "
                                        "from the neighbour list, which holds pairs within the cutoff (plus the skin)",
