@@ -110,7 +110,7 @@ def traj(run_dir):
         out = {k: f[k][()] for k in ("particles/all/position/value", "particles/all/position/step",
                                      "particles/all/velocity/value", "particles/all/image/value",
                                      "particles/all/image/time", "particles/all/species", "particles/all/id",
-                                     "particles/all/box/edges")}
+                                     "particles/all/box/edges/value", "particles/all/box/edges/step")}
         out["version"] = f["h5md"].attrs["version"]
         out["boundary"] = list(f["particles/all/box"].attrs["boundary"])
         out["creator"] = f["h5md/creator"].attrs["name"]
@@ -136,6 +136,10 @@ if ok:
     r.check(a["particles/all/position/value"][-1].tobytes() == np.ascontiguousarray(pos).tobytes() and
             list(a["particles/all/id"]) == sorted(ids), "h5md: last frame = the checkpoint's positions, in id order")
     r.check(sorted(np.bincount(a["particles/all/species"])[1:]) == [216, 648], "h5md: species 1 and 2 as the lattice has them")
+    edges = a["particles/all/box/edges/value"]
+    r.check(list(a["particles/all/box/edges/step"]) == list(a["particles/all/position/step"]) and edges.shape == (5, 3)
+            and all((row == edges[0]).all() for row in edges) and (edges[0] > 0).all(),
+            "h5md: the box's edges, one row per frame (a fixed box: every row the same)", str(edges))
 # A damaged trajectory (a run killed mid-write) is set aside on restart.
 rc1, out1 = run(["run", "nhc.toml", "--set", "run.directory=tr_bad", "--set", f"run.end_step={N}"] + T, d, ranks=2)
 path = os.path.join(d, "tr_bad", "trajectory.h5md")
