@@ -57,6 +57,13 @@ struct ExactSum {
     }
     return r;
   }
+  // One term in units of 2^e rounded toward minus infinity (floor) rather than toward zero: the
+  // rounding of a fixed-point split that takes each term's floor (md's thermo sums).
+  CUMULUS_HD static ExactSum of_units_floor(double x) {
+    ExactSum r = of_units(x);
+    if (x < 0 && r.overflow() == 0 && x != ::floor(x)) r.word[0] -= 1;  // trunc(x) - 1 = floor(x)
+    return r;
+  }
   // The same from x itself (outside hot loops: one library call).
   static ExactSum of(double x, int e) { return of_units(::ldexp(x, -e)); }
 
@@ -76,6 +83,51 @@ struct ExactSum {
     double r = 0;
     for (int l = kExactSumLimbs - 1; l >= 0; --l) r += ::ldexp(static_cast<double>(v[l]), e + 32 * l);
     *out = r;
+    return true;
+  }
+
+  // The sum as a double rounded correctly (to nearest, ties to even), false on overflow: the
+  // limbs as one signed integer, its top 96 bits (with a sticky bit for any below them) converted
+  // once. value() may differ from it in the last bit; new code should prefer this.
+  bool value_rounded(int e, double* out) const {
+    if (overflow() != 0) return false;
+    std::int64_t v[kExactSumLimbs];
+    for (int l = 0; l < kExactSumLimbs; ++l) v[l] = word[l];
+    for (int l = 0; l + 1 < kExactSumLimbs; ++l) {  // limbs 0 .. 3 into [0, 2^32), the sign in the top
+      const std::int64_t carry = v[l] >> 32;
+      v[l] -= carry * (std::int64_t{1} << 32);
+      v[l + 1] += carry;
+    }
+    const bool negative = v[kExactSumLimbs - 1] < 0;
+    if (negative) {  // the magnitude: two's complement over the limbs (all of them then in [0, 2^32))
+      std::int64_t borrow = 0;
+      for (int l = 0; l < kExactSumLimbs; ++l) {
+        std::int64_t x = -v[l] - borrow;
+        borrow = 0;
+        if (l + 1 < kExactSumLimbs && x < 0) {
+          x += std::int64_t{1} << 32;
+          borrow = 1;
+        }
+        v[l] = x;
+      }
+    }
+    int h = kExactSumLimbs - 1;
+    while (h > 0 && v[h] == 0) --h;
+    double r;
+    if (h < 2) {  // below 2^64: exact in 128 bits, one conversion
+      const unsigned __int128 m = (static_cast<unsigned __int128>(v[1]) << 32) | static_cast<unsigned __int128>(v[0]);
+      r = ::ldexp(static_cast<double>(m), e);
+    } else {
+      // At least 65 significant bits in the top three limbs: bit 0 lies below the rounding point,
+      // so setting it for any lower limb that is not zero makes the one rounding correct.
+      unsigned __int128 m = (static_cast<unsigned __int128>(v[h]) << 64) | (static_cast<unsigned __int128>(v[h - 1]) << 32) |
+                            static_cast<unsigned __int128>(v[h - 2]);
+      bool sticky = false;
+      for (int l = 0; l < h - 2; ++l) sticky = sticky || v[l] != 0;
+      if (sticky) m |= 1;
+      r = ::ldexp(static_cast<double>(m), e + 32 * (h - 2));
+    }
+    *out = negative ? -r : r;
     return true;
   }
 };

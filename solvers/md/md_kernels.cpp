@@ -96,21 +96,16 @@ double max_displacement2(const Exec& ex, const Atoms& a) {
 }
 
 
-// Twice the kinetic energy as an exact fixed-point sum, for the Nose-Hoover thermostat, whose
-// velocity scaling must not depend on the order atoms are added in (rank count, backend): each
-// atom's m v^2 times 2^20 is split into its integer part (part 0) and the next 32 bits of its
-// fraction (part 1); integer sums are exact in any order (unsigned, wrapping: exact whenever the
-// total fits, 2^43 in units of m v^2 for part 0). The caller adds part0 2^-20 + part1 2^-52.
-std::int64_t kinetic_fixed(const Exec& ex, const Atoms& a, int part) {
-  const std::uint64_t sum = reduce(ex, "md.thermo", Box(0, 0, 0, a.n, 1, 1), std::uint64_t{0}, SumOp{},
-                                   [=] CUMULUS_HD(int i, int, int) -> std::uint64_t {
+// Twice the kinetic energy as an exact sum (core/exact_sum.hpp), for the Nose-Hoover thermostat,
+// whose velocity scaling must not depend on the order atoms are added in (rank count, backend):
+// each atom's m v^2 in units of 2^-52, rounded down (m v^2 clamped below 2^32; a larger one is a
+// blow-up, which the health check reports).
+ExactSum kinetic_exact(const Exec& ex, const Atoms& a) {
+  return reduce(ex, "md.thermo", Box(0, 0, 0, a.n, 1, 1), ExactSum{}, SumOp{}, [=] CUMULUS_HD(int i, int, int) {
     double x = a.mass[a.type[i]] * (a.vx[i] * a.vx[i] + a.vy[i] * a.vy[i] + a.vz[i] * a.vz[i]) * 1048576.0;
     if (!(x < 4503599627370496.0)) x = 4503599627370496.0;  // 2^52 (non-finite: caught by the health check)
-    const double whole = floor(x);
-    if (part == 0) return static_cast<std::uint64_t>(whole);
-    return static_cast<std::uint64_t>(floor((x - whole) * 4294967296.0));
+    return ExactSum::of_units_floor(x * 4294967296.0);
   });
-  return static_cast<std::int64_t>(sum);
 }
 
 // Nose-Hoover: every velocity times the same factor.
@@ -122,25 +117,21 @@ void scale_velocities(const Exec& ex, const Atoms& a, double factor) {
   });
 }
 // The thermo sums, exactly: one per-atom quantity (0: m v^2, 1: potential energy, 2: virial r.F,
-// 3: the thermostat's work) times 2^20, split into its floor (part 0) and the next 32 bits of its
-// fraction (part 1, below 2^-52 truncated); integer sums are exact in any order (two's complement,
-// wrapping), so the reported energies and pressure have the same bits at any rank count, in any
-// storage layout and on the host and CUDA. The caller adds part0 2^-20 + part1 2^-52.
-std::int64_t thermo_fixed(const Exec& ex, const Atoms& a, int which, int part) {
-  const std::uint64_t sum = reduce(ex, "md.thermo", Box(0, 0, 0, a.n, 1, 1), std::uint64_t{0}, SumOp{},
-                                   [=] CUMULUS_HD(int i, int, int) -> std::uint64_t {
+// 3: the thermostat's work) in units of 2^-52, rounded down, summed as integers (core/exact_sum.hpp),
+// so the reported energies and pressure have the same bits at any rank count, in any storage
+// layout and on the host and CUDA. A value of 2^32 or more counts as 0 (a blow-up: the health
+// check reports it).
+ExactSum thermo_exact(const Exec& ex, const Atoms& a, int which) {
+  return reduce(ex, "md.thermo", Box(0, 0, 0, a.n, 1, 1), ExactSum{}, SumOp{}, [=] CUMULUS_HD(int i, int, int) {
     double v;
     if (which == 0) v = a.mass[a.type[i]] * (a.vx[i] * a.vx[i] + a.vy[i] * a.vy[i] + a.vz[i] * a.vz[i]);
     else if (which == 1) v = a.pe[i];
     else if (which == 2) v = a.virial[i];
     else v = a.work[i];
     double x = v * 1048576.0;
-    if (!(x < 4503599627370496.0 && x > -4503599627370496.0)) x = 0;  // non-finite: the health check reports it
-    const double whole = floor(x);
-    if (part == 0) return static_cast<std::uint64_t>(static_cast<std::int64_t>(whole));
-    return static_cast<std::uint64_t>(floor((x - whole) * 4294967296.0));
+    if (!(x < 4503599627370496.0 && x > -4503599627370496.0)) x = 0;
+    return ExactSum::of_units_floor(x * 4294967296.0);
   });
-  return static_cast<std::int64_t>(sum);
 }
 
 std::int64_t first_bad_atom(const Exec& ex, const Atoms& a) {

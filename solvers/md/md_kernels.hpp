@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/exact_sum.hpp"
 #include "core/exec.hpp"
 #include "core/kernel_pass.hpp"
 
@@ -84,8 +85,8 @@ CUMULUS_HD inline double wrap(double x, double L, int& image) {
   void kick_drift_langevin(const Exec& ex, const Atoms& a, double half_dt, double dt, double c1, double kT, \
                            std::uint64_t seed, std::uint64_t step);                                       \
   void scale_velocities(const Exec& ex, const Atoms& a, double factor);                               \
-  std::int64_t kinetic_fixed(const Exec& ex, const Atoms& a, int part);                               \
-  std::int64_t thermo_fixed(const Exec& ex, const Atoms& a, int which, int part);                     \
+  ExactSum kinetic_exact(const Exec& ex, const Atoms& a);                                            \
+  ExactSum thermo_exact(const Exec& ex, const Atoms& a, int which);                                  \
   double max_displacement2(const Exec& ex, const Atoms& a);                                          \
   std::int64_t first_bad_atom(const Exec& ex, const Atoms& a);                                       \
   void bin_keys(const Exec& ex, const ListInput& in, int n, int* key, int* seq);                      \

@@ -1,7 +1,7 @@
 #pragma once
-// The md solver's thermo sums over every atom of every rank, exactly: md_kernels' fixed-point
-// parts (thermo_fixed, kinetic_fixed) added as integers, so the same bits at any rank count, in any
-// storage layout and on the host and CUDA.
+// The md solver's thermo sums over every atom of every rank, exactly (core/exact_sum.hpp through
+// md_kernels' thermo_exact and kinetic_exact), so the same bits at any rank count, in any storage
+// layout and on the host and CUDA.
 #include "core/comm.hpp"
 #include "core/exec.hpp"
 #include "solvers/md/md_kernels.hpp"

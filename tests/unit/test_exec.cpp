@@ -99,6 +99,50 @@ TEST(ExactSum, KeepsWhatCancellationLeavesAndReportsOverflow) {
   EXPECT_EQ(v, 0.0);
 }
 
+// of_units_floor rounds each term down (md's thermo sums); value_rounded gives the exact sum rounded
+// once, to nearest even: against 128-bit integer sums converted once, and a tie that a limb below
+// the top three decides (value() rounds it twice and gets it wrong).
+TEST(ExactSum, FloorTermsAndCorrectlyRoundedValue) {
+  double v = 0;
+  const double floors[][2] = {{1.75, 1}, {-1.75, -2}, {-2.0, -2}, {-0.25, -1}, {0.5, 0}, {-0x1p60, -0x1p60}};
+  for (const auto& f : floors) {
+    ASSERT_TRUE(ExactSum::of_units_floor(f[0]).value_rounded(0, &v));
+    EXPECT_EQ(v, f[1]) << f[0];
+  }
+  std::uint64_t r = 99;
+  for (int trial = 0; trial < 2000; ++trial) {
+    ExactSum s;
+    __int128 exact = 0;
+    const int n = 1 + trial % 17;
+    for (int k = 0; k < n; ++k) {
+      r = r * 6364136223846793005ull + 1442695040888963407ull;
+      const int shift = static_cast<int>((r >> 7) % 62);
+      std::int64_t t = static_cast<std::int64_t>(r >> (shift + 2));
+      if (r & 2) t = -t;
+      s = s + ExactSum::of_units(static_cast<double>(t));
+      exact += static_cast<std::int64_t>(static_cast<double>(t));  // what the term is as a double
+    }
+    ASSERT_TRUE(s.value_rounded(-7, &v));
+    EXPECT_EQ(v, std::ldexp(static_cast<double>(exact), -7)) << "trial " << trial;
+  }
+  // 2^128 + 2^75 + 1 units: above a tie (2^75 is half the ulp of 2^128), so it rounds up.
+  ExactSum tie;
+  tie.word[4] = 1;
+  tie.word[2] = std::int64_t{1} << 11;
+  tie.word[0] = 1;
+  ASSERT_TRUE(tie.value_rounded(0, &v));
+  EXPECT_EQ(v, 0x1p128 + 0x1p76);
+  ASSERT_TRUE(tie.value(0, &v));
+  EXPECT_EQ(v, 0x1p128) << "value() rounds twice (this is why value_rounded exists)";
+  tie.word[0] = 0;  // an exact tie: to even
+  ASSERT_TRUE(tie.value_rounded(0, &v));
+  EXPECT_EQ(v, 0x1p128);
+  for (auto& w : tie.word) w = -w;  // and the same below zero
+  tie.word[0] = -1;
+  ASSERT_TRUE(tie.value_rounded(0, &v));
+  EXPECT_EQ(v, -(0x1p128 + 0x1p76));
+}
+
 TEST_P(ExecTest, ForEachVisitsEveryCellOnce) {
   CUMULUS_EXEC_OR_SKIP(ex, GetParam());
   const Box b(-2, 3, 1, 17, 9, 5);  // odd sizes, negative lower corner
