@@ -2,8 +2,9 @@
 // What a Model persists and shows, described once: named arrays with their global layout.
 // Checkpoints, restarts and ParaView output are written against this description for every
 // solver. A grid array is a hyperslab per rank of a global (component, k, j, i) array. Cube-sphere
-// tiles use the same description with the panel index as the k axis; particle sets (per-rank
-// counts, global offsets by prefix sum) will join as a second kind of array.
+// tiles use the same description with the panel index as the k axis; particle sets are 1D arrays of
+// all the atoms in which each rank holds a contiguous run (its owned count, its offset a prefix sum
+// of the counts: solvers/md/particle_state.cpp).
 #include <cstddef>
 #include <cstdint>
 #include <functional>

@@ -164,6 +164,39 @@ int ParticleExchange::peer_index(int rank) const {
   return it != peers_.end() && *it == rank ? static_cast<int>(it - peers_.begin()) : -1;
 }
 
+std::vector<std::byte> exchange_with_all(const Comm& comm, const std::vector<std::vector<std::byte>>& send, int width) {
+  const int np = comm.size(), me = comm.rank();
+  if (static_cast<int>(send.size()) != np) throw Error("exchange_with_all: one record list per rank is needed");
+  std::vector<int> scount(static_cast<std::size_t>(np), 0), rcount(static_cast<std::size_t>(np), 0);
+  std::vector<int> sdisp(static_cast<std::size_t>(np) + 1, 0), rdisp(static_cast<std::size_t>(np) + 1, 0);
+  for (int r = 0; r < np; ++r) {
+    const std::size_t bytes = r == me ? 0 : send[static_cast<std::size_t>(r)].size();
+    if (bytes % static_cast<std::size_t>(width) != 0) throw Error("exchange_with_all: a record list is not a whole number of records");
+    if (bytes > static_cast<std::size_t>(INT_MAX) - static_cast<std::size_t>(sdisp[static_cast<std::size_t>(r)]))
+      throw Error("exchange_with_all: more than 2 GB of records from one rank");
+    scount[static_cast<std::size_t>(r)] = static_cast<int>(bytes);
+    sdisp[static_cast<std::size_t>(r) + 1] = sdisp[static_cast<std::size_t>(r)] + scount[static_cast<std::size_t>(r)];
+  }
+  std::vector<std::byte> out(static_cast<std::size_t>(sdisp[static_cast<std::size_t>(np)]) + 1), in;
+  for (int r = 0; r < np; ++r)
+    if (scount[static_cast<std::size_t>(r)] > 0)
+      std::memcpy(out.data() + sdisp[static_cast<std::size_t>(r)], send[static_cast<std::size_t>(r)].data(),
+                  static_cast<std::size_t>(scount[static_cast<std::size_t>(r)]));
+  mpi_check(MPI_Alltoall(scount.data(), 1, MPI_INT, rcount.data(), 1, MPI_INT, comm.raw()), "MPI_Alltoall");
+  for (int r = 0; r < np; ++r) {
+    if (static_cast<std::size_t>(rcount[static_cast<std::size_t>(r)]) >
+        static_cast<std::size_t>(INT_MAX) - static_cast<std::size_t>(rdisp[static_cast<std::size_t>(r)]))
+      throw Error("exchange_with_all: more than 2 GB of records arriving");
+    rdisp[static_cast<std::size_t>(r) + 1] = rdisp[static_cast<std::size_t>(r)] + rcount[static_cast<std::size_t>(r)];
+  }
+  in.resize(static_cast<std::size_t>(rdisp[static_cast<std::size_t>(np)]) + 1);
+  mpi_check(MPI_Alltoallv(out.data(), scount.data(), sdisp.data(), MPI_BYTE, in.data(), rcount.data(), rdisp.data(), MPI_BYTE,
+                          comm.raw()),
+            "MPI_Alltoallv");
+  in.resize(static_cast<std::size_t>(rdisp[static_cast<std::size_t>(np)]));
+  return in;
+}
+
 int ParticleExchange::migration_slot(int owner, std::int64_t id, std::int64_t step) const {
   if (owner == me_) return -1;
   const int slot = peer_index(owner);

@@ -141,6 +141,13 @@ class ParticleExchange {
 // hash table (linear probing, at most half full): about 1.5 probes a successful lookup on average
 // against a sorted vector's log2(n) dependent loads, and a build in O(n) without a sort. Lookups serve bonded terms
 // and other by-id references, not the pair loop.
+// Records to any rank, counts unknown to the receivers: one MPI_Alltoall of counts and one
+// MPI_Alltoallv over the whole communicator. Not for the time loop (its cost grows with the rank
+// count): for the one migration after a restart, when each rank has read an arbitrary run of the
+// checkpoint's atoms whose owners may be anywhere. send[r]: the records for rank r (its own entry
+// is ignored), `width` bytes each; returns the arrivals concatenated in ascending sender rank.
+std::vector<std::byte> exchange_with_all(const Comm& comm, const std::vector<std::vector<std::byte>>& send, int width);
+
 class GlobalIdMap {
  public:
   // Maps ids[i] -> i. An id given more than once maps to its lowest index (owned atoms come

@@ -33,6 +33,7 @@ class ParticleStore {
   };
 
   explicit ParticleStore(const Exec& ex) : ex_(&ex) {}
+  explicit ParticleStore(const Exec&& ex) = delete;  // keeps a pointer to ex: not to a temporary
   ParticleStore(const ParticleStore&) = delete;
   ParticleStore& operator=(const ParticleStore&) = delete;
 

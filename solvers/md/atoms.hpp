@@ -16,6 +16,7 @@ class NeighborList;
 class MdAtoms {
  public:
   MdAtoms(const Exec& ex, const std::vector<double>& masses);
+  MdAtoms(const Exec&& ex, const std::vector<double>& masses) = delete;  // keeps a pointer to ex
 
   ParticleStore store;
   // Handles of the registered arrays. Positions, ids and types go to ghosts; every array migrates,

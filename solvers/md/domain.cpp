@@ -12,12 +12,31 @@ namespace cumulus::md {
 
 AtomDomain::AtomDomain(const Comm& comm, const Exec& ex, const CartesianDecomposition& decomp, const double box[3],
                        double reach)
-    : ex_(&ex), np_(comm.size()), reach_(reach), geometry_(decomp, {box[0], box[1], box[2]}, comm.rank()),
+    : comm_(comm), ex_(&ex), np_(comm.size()), reach_(reach), geometry_(decomp, {box[0], box[1], box[2]}, comm.rank()),
       exchange_(comm, geometry_.peers_within(reach)) {}
 
-void AtomDomain::migrate(MdAtoms& atoms, std::int64_t step) {
+void AtomDomain::migrate(MdAtoms& atoms, std::int64_t step, bool any_rank) {
   ParticleStore& st = atoms.store;
   const int n = st.nown();
+  if (any_rank) {
+    const std::size_t w = st.record_bytes(false);
+    std::vector<std::vector<std::byte>> to(static_cast<std::size_t>(np_));
+    std::vector<int> keep;
+    for (int i = 0; i < n; ++i) {
+      const double p[3] = {atoms.hx(0)[i], atoms.hx(1)[i], atoms.hx(2)[i]};
+      const int r = owner_of(p);
+      if (r == comm_.rank()) {
+        keep.push_back(i);
+        continue;
+      }
+      std::vector<std::byte>& out = to[static_cast<std::size_t>(r)];
+      out.resize(out.size() + w);
+      st.pack(i, false, reinterpret_cast<unsigned char*>(out.data() + out.size() - w));
+    }
+    const std::vector<std::byte> in = exchange_with_all(comm_, to, static_cast<int>(w));
+    st.keep_and_append(keep, reinterpret_cast<const unsigned char*>(in.data()), in.size() / w);
+    return;
+  }
   const std::size_t P = exchange_.peers().size(), w = st.record_bytes(false);
   records_.resize(P);
   for (auto& r : records_) r.clear();

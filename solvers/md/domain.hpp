@@ -25,9 +25,11 @@ class AtomDomain {
   int owner_of(const double p[3]) const { return geometry_.owner_of(p); }
   // The exchange's peers and messages (for tests and diagnostics).
   const ParticleExchange& exchange() const { return exchange_; }
-  // Owned atoms (host mirror) that left this rank's block go to their new owners. `step` names
-  // the step in the error raised for an atom that went further than a neighbour rank.
-  void migrate(MdAtoms& atoms, std::int64_t step);
+  // Owned atoms (host mirror) that left this rank's block go to their new owners: in the time loop
+  // through the neighbour ranks only (`step` names the step in the error raised for an atom that
+  // went further than that); with `any_rank` (after a restart, when a rank holds an arbitrary run of
+  // the checkpoint's atoms) to any rank, through one collective over all of them.
+  void migrate(MdAtoms& atoms, std::int64_t step, bool any_rank = false);
   // Ghosts (host mirror) from the owners, and the plan of forward_positions().
   void exchange_ghosts(MdAtoms& atoms);
   // Every step between rebuilds: the ghosts' new positions from their owners (backend arrays).
@@ -38,6 +40,7 @@ class AtomDomain {
   void upload_send_index(const MdAtoms& atoms);
 
  private:
+  Comm comm_;
   const Exec* ex_;
   int np_;
   double reach_;

@@ -127,6 +127,7 @@ class MdModel : public Model {
   }
 
   std::optional<HealthIssue> check_health() override {
+    if (stale_) refresh();  // after a restart: check the restored atoms
     const Exec& ex = ctx_.exec;
     const std::int64_t bad = CUMULUS_KERNEL(ex, kernels, first_bad_atom)(ex, view());
     const std::int64_t none = std::numeric_limits<std::int64_t>::max();
@@ -320,7 +321,9 @@ class MdModel : public Model {
       ParticleStore& st = atoms_->store;
       if (!from_host) st.download_owned();
       auto tph = std::make_unique<ScopedTimer>("md.neighbor_build.order");
-      if (np_ > 1) domain_->migrate(*atoms_, step);
+      // From the host state (set-up, restart) to any rank: a restarted rank holds a run of the
+      // checkpoint's atoms, not its own; between builds atoms reach neighbour ranks only.
+      if (np_ > 1) domain_->migrate(*atoms_, step, from_host);
       st.permute_owned_host(layout_order());
       tph = std::make_unique<ScopedTimer>("md.neighbor_build.ghosts");
       domain_->exchange_ghosts(*atoms_);

@@ -1,9 +1,10 @@
 #pragma once
 // The md solver's periodic orthorhombic box, [0, L) along each axis: an object rather than three
-// numbers because it may change during a run (a barostat scales it; every change bumps version(),
-// so that whoever derived something from the lengths, such as the ownership cells or the list's
-// bins, can tell). The state description hands the current lengths to the writers each time (H5MD
-// records them as a time series).
+// numbers because a barostat (issue #19) will change it during a run; every change bumps
+// version(). Nothing reads version() yet: the box does not change today, and the ownership cells
+// (AtomDomain, mesh/ParticleDomain) and the decomposition copy the lengths when they are made, so
+// the barostat must rebuild them when the version moves. The state description hands the current
+// lengths to the writers each time (H5MD records them as a time series).
 #include <array>
 #include <cstdint>
 

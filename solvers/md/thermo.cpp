@@ -1,5 +1,7 @@
 // Exact thermo sums: each atom's value in units of 2^-52, rounded down (md_kernels.cpp), summed as
 // integers over atoms and ranks (core/exact_sum.hpp), then rounded once to the nearest double.
+// The two-part fixed point md used before gave the same bits while its low part's sum stayed below
+// 2^53 (up to about 2 million atoms); beyond that it rounded twice, and this is the exact one.
 #include "solvers/md/thermo.hpp"
 
 #include "core/error.hpp"

@@ -3,7 +3,8 @@
 bit for bit under a Langevin thermostat (positions, velocities, image counts, the thermostat's work,
 compared atom by atom in id order: the random numbers are keyed by atom id and step), and for a
 binary mixture under a Nose-Hoover chain (types, and the chain's state, which rank 0 writes and
-every rank gets back), on 1 rank and from 2 ranks to 3, although the restart rebuilds the Verlet
+every rank gets back), on 1 rank, from 2 ranks to 3 and, in a long box, from 1 to 4 (where a rank
+reads atoms whose owners are not its neighbours), although the restart rebuilds the Verlet
 list and redistributes the atoms at another step than the straight run did; the ParaView output is
 one vertex per atom. The H5MD trajectory of a restarted run equals the straight run's, frame for
 frame and bit for bit (no repeated frame at the restart), its particles in id order match the
@@ -88,6 +89,20 @@ for job, fields in (("job.toml", ("position", "velocity", "image", "thermostat_w
         t = array(os.path.join(d, ref, ck % 80), "type").ravel()
         r.check((t == 1).sum() == 648 and (t == 2).sum() == 216, "nhc.toml: 75 % type 1, 25 % type 2, exactly",
                 str(((t == 1).sum(), (t == 2).sum())))
+# A long box split 4 x 1 x 1: after a restart from 1 rank each rank reads a run of the file whose
+# atoms may belong to a rank that is not its neighbour (rank 3 is not rank 1's); the first migration
+# reaches every rank (the time loop's, neighbours only, could not).
+LONG = ["--set", "md.cells=[24,6,6]"]
+rc, out = run(["run", "job.toml", "--set", "run.directory=ref_long"] + LONG, d)
+rc1, out1 = run(["run", "job.toml", "--set", "run.directory=rs_long", "--set", f"run.end_step={N}"] + LONG, d, ranks=1)
+rc2, out2 = run(["run", "job.toml", "--set", "run.directory=rs_long", "--restart", "auto"] + LONG, d, ranks=4)
+ok = rc == 0 and rc1 == 0 and rc2 == 0
+r.check(ok, "long box: N steps on 1 rank, then restart to 2N on 4 ranks (4 x 1 x 1, atoms beyond the neighbours)",
+        out + out1 + out2)
+if ok:
+    for field in ("position", "velocity", "image", "thermostat_work"):
+        r.check(by_id("ref_long", field).tobytes() == by_id("rs_long", field).tobytes(),
+                f"long box: {field} bit-identical after restart 1 -> 4 ranks")
 rc = 0
 if rc == 0:
     img = array(os.path.join(d, "ref_job", ck % 80), "image")
