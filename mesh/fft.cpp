@@ -5,6 +5,7 @@
 #include <fftw3.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -593,22 +594,124 @@ void FftPlan<T>::lines(int s, bool forward, const void* in_c, void* out) {
 }
 
 template <class T>
+bool FftPlan<T>::bricks_are_pencils() const {
+  const Transpose& t = to_pencils_;
+  for (std::size_t m = 0; m < t.send_count_mpi.size(); ++m)
+    if (t.send_count_mpi[m] != 0 || t.recv_count_mpi[m] != 0) return false;
+  const Box& self = t.send[static_cast<std::size_t>(t.self)];
+  return self == brick_ && brick_.lo[0] == 0 && brick_.hi[0] == n_[0] && brick_.lo[1] == stage_[0].box.lo[1] &&
+         brick_.hi[1] == stage_[0].box.hi[1] && brick_.lo[2] == stage_[0].box.lo[2] && brick_.hi[2] == stage_[0].box.hi[2];
+}
+
+template <class T>
+void FftPlan<T>::lines_into_transpose(int s, bool forward, const void* in, const Transpose& t, bool reverse,
+                                      const StridedView<Complex>& dst, const std::int64_t* in_strides) {
+  const double t0 = wall_seconds();
+  const Stage& st = stage_[s];
+  const int a = st.axis;
+  const bool real_in = s == 0 && kind_ == FftKind::real_to_complex && forward;
+  const std::int64_t len_in = real_in ? n_[0] : st.box.size(a), len_out = st.box.size(a);
+  const std::size_t esize_in = real_in ? sizeof(T) : sizeof(Complex);
+  // The input's strides (elements): the stage's storage, or the real x-pencils (x, y, z).
+  std::int64_t in_stride[3] = {st.stride[0], st.stride[1], st.stride[2]};
+  if (real_in) {
+    in_stride[0] = 1;
+    in_stride[1] = n_[0];
+    in_stride[2] = static_cast<std::int64_t>(n_[0]) * st.box.size(1);
+  }
+  if (in_strides)
+    for (int d = 0; d < 3; ++d) in_stride[d] = in_strides[d];
+  const Index3 order = reverse ? t.src_order : t.dst_order;
+  const int u = order[0] == a ? order[1] : order[0];  // batches run along the destination's contiguous axis
+  const int w = 3 - a - u;
+  const auto& out_box = reverse ? t.recv : t.send;
+  const auto& out_displ = reverse ? t.recv_displ : t.send_displ;
+  const int members = static_cast<int>(out_box.size());
+  // Where each member's part goes: this rank's own into dst, the others' into the send buffer laid
+  // out as transpose() packs it (the receiver's order, box-relative).
+  std::vector<StridedView<Complex>> to(static_cast<std::size_t>(members));
+  Complex* sbuf = reinterpret_cast<Complex*>(send_.data());
+  for (int m = 0; m < members; ++m) {
+    const Box& b = out_box[static_cast<std::size_t>(m)];
+    if (b.empty()) continue;
+    if (m == t.self) {
+      to[static_cast<std::size_t>(m)] = dst;
+      continue;
+    }
+    std::int64_t str[3];
+    str[order[0]] = 1;
+    str[order[1]] = b.size(order[0]);
+    str[order[2]] = static_cast<std::int64_t>(b.size(order[0])) * b.size(order[1]);
+    to[static_cast<std::size_t>(m)] =
+        StridedView<Complex>{sbuf + out_displ[static_cast<std::size_t>(m)], b.lo[0], b.lo[1], b.lo[2], str[0], str[1], str[2]};
+  }
+  const int nu = st.box.size(u), nw = st.box.size(w), ulo = st.box.lo[u], wlo = st.box.lo[w], alo = st.box.lo[a];
+  const std::int64_t batches_u = (nu + batch_ - 1) / batch_, work = batches_u * nw;
+  void* plan = host_plans_[2 * s + (forward ? 0 : 1)];
+  const auto* base = static_cast<const unsigned char*>(in);
+#pragma omp parallel
+  {
+    // A batch's input and output, aligned as FFTW's planning arrays are (its SIMD codelets may
+    // require it); padding lines are zero and their results never read.
+    const std::size_t in_bytes = static_cast<std::size_t>(batch_ * len_in) * esize_in;
+    const std::size_t out_bytes = static_cast<std::size_t>(batch_ * len_out) * sizeof(Complex);
+    void* tin = std::aligned_alloc(64, (in_bytes + 63) / 64 * 64);
+    void* tout = std::aligned_alloc(64, (out_bytes + 63) / 64 * 64);
+    if (tin && tout) std::memset(tin, 0, in_bytes);
+#pragma omp for schedule(static)
+    for (std::int64_t job = 0; job < work; ++job) {
+      if (!tin || !tout) continue;
+      const int wv = wlo + static_cast<int>(job / batches_u);
+      const int u0 = ulo + static_cast<int>(job % batches_u) * batch_;
+      const int cnt = u0 + batch_ <= ulo + nu ? batch_ : ulo + nu - u0;
+      for (int q = 0; q < cnt; ++q) {
+        const std::int64_t row = (static_cast<std::int64_t>(u0 + q - ulo) * in_stride[u] + static_cast<std::int64_t>(wv - wlo) * in_stride[w]);
+        std::memcpy(static_cast<unsigned char*>(tin) + static_cast<std::size_t>(q * len_in) * esize_in,
+                    base + static_cast<std::size_t>(row) * esize_in, static_cast<std::size_t>(len_in) * esize_in);
+      }
+      if (cnt < batch_)
+        std::memset(static_cast<unsigned char*>(tin) + static_cast<std::size_t>(cnt * len_in) * esize_in, 0,
+                    static_cast<std::size_t>((batch_ - cnt) * len_in) * esize_in);
+      if (real_in)
+        Fftw<T>::run_r2c(plan, tin, tout);
+      else
+        Fftw<T>::run_c2c(plan, tin, tout);
+      const Complex* out = static_cast<const Complex*>(tout);
+      for (int m = 0; m < members; ++m) {
+        const Box& b = out_box[static_cast<std::size_t>(m)];
+        if (b.empty() || wv < b.lo[w] || wv >= b.hi[w]) continue;
+        const int q0 = std::max(u0, b.lo[u]), q1 = std::min(u0 + cnt, b.hi[u]);
+        if (q0 >= q1) continue;
+        const StridedView<Complex>& v = to[static_cast<std::size_t>(m)];
+        const std::int64_t sv[3] = {v.s0, v.s1, v.s2};
+        for (int ta = b.lo[a]; ta < b.hi[a]; ++ta) {
+          int c[3];
+          c[a] = ta;
+          c[u] = q0;
+          c[w] = wv;
+          Complex* d = &v(c[0], c[1], c[2]);
+          const Complex* src = out + static_cast<std::int64_t>(q0 - u0) * len_out + (ta - alo);
+          for (int q = q0; q < q1; ++q, d += sv[u], src += len_out) *d = *src;
+        }
+      }
+    }
+    std::free(tin);
+    std::free(tout);
+  }
+  t_lines_ += wall_seconds() - t0;
+}
+
+template <class T>
 template <class E>
 void FftPlan<T>::transpose(const Transpose& t, bool reverse, const StridedView<E>& src, const StridedView<E>& dst,
                            const char* label_pack, const char* label_unpack) {
   const double t0 = wall_seconds();
   const auto& out_box = reverse ? t.recv : t.send;
-  const auto& in_box = reverse ? t.send : t.recv;
   const auto& out_count = reverse ? t.recv_count_mpi : t.send_count_mpi;
   const auto& out_displ = reverse ? t.recv_displ : t.send_displ;
-  const auto& in_count = reverse ? t.send_count_mpi : t.recv_count_mpi;
-  const auto& in_displ = reverse ? t.send_displ : t.recv_displ;
-  const std::int64_t out_total = reverse ? t.recv_total : t.send_total;
-  const std::int64_t in_total = reverse ? t.send_total : t.recv_total;
   // Messages are laid out in the destination's order: the pack transposes, the unpack copies rows.
   const Index3 order = reverse ? t.src_order : t.dst_order;
   E* sbuf = reinterpret_cast<E*>(send_.data());
-  E* rbuf = reinterpret_cast<E*>(recv_.data());
   const int members = static_cast<int>(out_box.size());
   Box p;
   for (int m = 0; m < members; ++m)
@@ -622,6 +725,26 @@ void FftPlan<T>::transpose(const Transpose& t, bool reverse, const StridedView<E
     const StridedView<E> to = permuted(dst, out_box[t.self], order, p);
     CUMULUS_KERNEL(exec_, fft_kernels, copy<E>)(exec_, "fft.copy", from, to, p);
   }
+  t_transposes_ += wall_seconds() - t0;
+  exchange(t, reverse, dst, label_unpack);
+}
+
+template <class T>
+template <class E>
+void FftPlan<T>::exchange(const Transpose& t, bool reverse, const StridedView<E>& dst, const char* label_unpack) {
+  const double t0 = wall_seconds();
+  const auto& in_box = reverse ? t.send : t.recv;
+  const auto& out_count = reverse ? t.recv_count_mpi : t.send_count_mpi;
+  const auto& out_displ = reverse ? t.recv_displ : t.send_displ;
+  const auto& in_count = reverse ? t.send_count_mpi : t.recv_count_mpi;
+  const auto& in_displ = reverse ? t.send_displ : t.recv_displ;
+  const std::int64_t out_total = reverse ? t.recv_total : t.send_total;
+  const std::int64_t in_total = reverse ? t.send_total : t.recv_total;
+  const Index3 order = reverse ? t.src_order : t.dst_order;
+  E* sbuf = reinterpret_cast<E*>(send_.data());
+  E* rbuf = reinterpret_cast<E*>(recv_.data());
+  const int members = static_cast<int>(in_box.size());
+  Box p;
   if (members > 1) {
     const MPI_Datatype type = sizeof(E) == sizeof(T) ? real_type_ : complex_type_;
     void* s = staged_ ? send_host_ : static_cast<void*>(sbuf);
@@ -694,6 +817,21 @@ void FftPlan<T>::forward_impl(const StridedView<E>& in) {
   E* a_in = reinterpret_cast<E*>(work_a_.data());
   const Stage& x = stage_[0];
   const StridedView<E> xin{a_in, 0, x.box.lo[1], x.box.lo[2], 1, n_[0], static_cast<std::int64_t>(n_[0]) * x.box.size(1)};
+  if (fused()) {
+    if (bricks_are_pencils() && in.s0 == 1) {
+      // The bricks are the x-pencils: the x-lines read them in place (no copy to the pencils).
+      const std::int64_t strides[3] = {1, in.s1, in.s2};
+      lines_into_transpose(0, true, &in(0, stage_[0].box.lo[1], stage_[0].box.lo[2]), x_to_y_, false,
+                           stage_view(1, work_b_.data()), strides);
+    } else {
+      transpose(to_pencils_, false, in, xin, "fft.pack", "fft.unpack");
+      lines_into_transpose(0, true, work_a_.data(), x_to_y_, false, stage_view(1, work_b_.data()));
+    }
+    exchange(x_to_y_, false, stage_view(1, work_b_.data()), "fft.unpack");
+    lines_into_transpose(1, true, work_b_.data(), y_to_z_, false, stage_view(2, work_a_.data()));
+    exchange(y_to_z_, false, stage_view(2, work_a_.data()), "fft.unpack");
+    return;
+  }
   transpose(to_pencils_, false, in, xin, "fft.pack", "fft.unpack");
   lines(0, true, work_a_.data(), work_b_.data());
   transpose(x_to_y_, false, stage_view(0, work_b_.data()), stage_view(1, work_a_.data()), "fft.pack", "fft.unpack");
@@ -706,12 +844,18 @@ void FftPlan<T>::forward_impl(const StridedView<E>& in) {
 template <class T>
 template <class E>
 void FftPlan<T>::backward_impl(const StridedView<E>& out) {
-  // The caller has transformed the last stage's lines into work_b.
-  if (last_stage() == 2) {
-    transpose(y_to_z_, true, stage_view(2, work_b_.data()), stage_view(1, work_a_.data()), "fft.pack", "fft.unpack");
-    lines(1, false, work_a_.data(), work_b_.data());
+  // The caller has transformed the last stage's lines into work_b (fused: has scattered them into
+  // the y stage in work_b and exchanged them).
+  if (fused()) {
+    lines_into_transpose(1, false, work_b_.data(), x_to_y_, true, stage_view(0, work_a_.data()));
+    exchange(x_to_y_, true, stage_view(0, work_a_.data()), "fft.unpack");
+  } else {
+    if (last_stage() == 2) {
+      transpose(y_to_z_, true, stage_view(2, work_b_.data()), stage_view(1, work_a_.data()), "fft.pack", "fft.unpack");
+      lines(1, false, work_a_.data(), work_b_.data());
+    }
+    transpose(x_to_y_, true, stage_view(1, work_b_.data()), stage_view(0, work_a_.data()), "fft.pack", "fft.unpack");
   }
-  transpose(x_to_y_, true, stage_view(1, work_b_.data()), stage_view(0, work_a_.data()), "fft.pack", "fft.unpack");
   lines(0, false, work_a_.data(), work_b_.data());
   E* b_out = reinterpret_cast<E*>(work_b_.data());
   const Stage& x = stage_[0];
@@ -739,7 +883,12 @@ template <class T>
 void FftPlan<T>::backward(const Buffer<Complex>& in, const View<T>& out) {
   if (kind_ != FftKind::real_to_complex) throw Error("FftPlan::backward: a real output from a complex-to-complex plan");
   check_spectral(in, "backward");
-  lines(last_stage(), false, in.data(), work_b_.data());
+  if (fused()) {
+    lines_into_transpose(2, false, in.data(), y_to_z_, true, stage_view(1, work_b_.data()));
+    exchange(y_to_z_, true, stage_view(1, work_b_.data()), "fft.unpack");
+  } else {
+    lines(last_stage(), false, in.data(), work_b_.data());
+  }
   backward_impl(brick_view(out));
 }
 
@@ -747,7 +896,12 @@ template <class T>
 void FftPlan<T>::backward(const Buffer<Complex>& in, const View<Complex>& out) {
   if (kind_ != FftKind::complex_to_complex) throw Error("FftPlan::backward: a complex output from a real-to-complex plan");
   check_spectral(in, "backward");
-  lines(last_stage(), false, in.data(), work_b_.data());
+  if (fused()) {
+    lines_into_transpose(2, false, in.data(), y_to_z_, true, stage_view(1, work_b_.data()));
+    exchange(y_to_z_, true, stage_view(1, work_b_.data()), "fft.unpack");
+  } else {
+    lines(last_stage(), false, in.data(), work_b_.data());
+  }
   backward_impl(brick_view(out));
 }
 

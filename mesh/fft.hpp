@@ -162,6 +162,24 @@ class FftPlan {
                  const char* label_pack, const char* label_unpack);
   // 1D transforms of stage s's lines, in batches, from `in` to `out` (both padded to whole batches).
   void lines(int s, bool forward, const void* in, void* out);
+  // Host, 3D: stage s's lines from `in` (the stage's storage; real x-pencils for an r2c forward)
+  // transformed a batch at a time and scattered straight into transpose t's destinations (this
+  // rank's own part into `dst`, the others' into the send buffer in the receiver's order), then
+  // the exchange: one pass over memory where lines() and transpose() make two or three. A batch
+  // is batch_ lines consecutive along the destination's contiguous axis, gathered into a
+  // cache-resident buffer; the plan is the same, so every line has the same bits as in lines().
+  // `in_strides`: the input's strides in elements when it is not the stage's storage (the caller's
+  // brick, read in place by a forward transform whose bricks are its x-pencils); `in` then points
+  // at the element at the stage box's lower corner.
+  void lines_into_transpose(int s, bool forward, const void* in, const Transpose& t, bool reverse,
+                            const StridedView<Complex>& dst, const std::int64_t* in_strides = nullptr);
+  // Whether the bricks are this rank's x-pencils, so that the first transpose is a copy on the rank.
+  bool bricks_are_pencils() const;
+  // The second half of transpose(): the exchange and the unpacking, the send buffer already packed
+  // and this rank's own part already in `dst`.
+  template <class E>
+  void exchange(const Transpose& t, bool reverse, const StridedView<E>& dst, const char* label_unpack);
+  bool fused() const { return !exec_.is_cuda() && last_stage() == 2; }
   StridedView<Complex> stage_view(int s, Complex* data) const;
   StridedView<T> real_view(T* data) const;  // the x stage's real lines
   void check_spectral(const Buffer<Complex>& b, const char* what) const;

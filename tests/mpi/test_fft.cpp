@@ -354,6 +354,12 @@ void check_bitwise() {
       EXPECT_EQ((bitwise_case<T, E>(c, comm, g, {0, 0, 0}, false)), 0)
           << what << " on a " << g.p1 << " x " << g.p2 << " process grid";
     }
+    // z-slab bricks on a slab grid: the bricks are the x-pencils, which the x-lines read in place.
+    for (const FftProcessGrid g : FftPlan<T>::feasible_grids(c.n, kind, comm.size())) {
+      if (c.ndim == 3 && g.p1 == 1 && c.n[2] >= comm.size()) {
+        EXPECT_EQ((bitwise_case<T, E>(c, comm, g, {1, 1, comm.size()}, false)), 0) << what << " z-slab bricks";
+      }
+    }
     // Bricks split along x alone (all ranks exchange with all in the first transpose), and the staged path.
     if (comm.size() > 1 && c.n[0] >= comm.size()) {
       EXPECT_EQ((bitwise_case<T, E>(c, comm, {}, {comm.size(), 1, 1}, true)), 0) << what << " x-split bricks, staged";
