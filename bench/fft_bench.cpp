@@ -1,11 +1,19 @@
 // The distributed FFT (mesh/fft.hpp): a real-to-complex forward and complex-to-real backward
-// transform of N^3 (default 128 and 256), timed beside FFTW's own MPI transform (slabs, the same
+// transform of N^3, timed beside a peer in the same process.
+//
+// Host (default sizes 128 and 256, double): beside FFTW's own MPI transform (slabs, the same
 // threads; built when CMake finds libfftw3-mpi-dev: bench/setup-fft-peer) and a single-rank FFTW 3D
-// plan, all in the same process; and the transposes' share of the time with their effective
-// bandwidth as a ratio to a memory copy measured in the same run. Host backend.
+// plan; and the split of cumulus' time into FFTW's line transforms and the moving of data (gathers,
+// scatters, exchanges), with that movement's effective bandwidth as a ratio to a memory copy
+// measured in the same run.
 //
 //   OMP_NUM_THREADS=2 mpirun -np 1 build/host/cumulus_bench_fft [--sizes 128,256] [--reps 5] [--rounds 3]
 //   OMP_NUM_THREADS=1 mpirun -np 2 build/host/cumulus_bench_fft
+//
+// GPU (a CUDA build; default size 512, double and single): beside one cuFFT 3D plan of the same
+// grid (cufftMakePlan3d, R2C/C2R or D2Z/Z2D, out of place) on the same stream, on rank 0's GPU.
+//
+//   build/cumulus_bench_fft --backend cuda [--sizes 512] [--precision double,single]
 //
 // Times are the best round (of --rounds) of the mean over --reps forward + backward pairs, the
 // slowest rank's. Ratios are speed ratios (the other code's time / cumulus' time): above 1, cumulus
@@ -29,34 +37,54 @@
 #include "core/timers.hpp"
 #include "mesh/fft.hpp"
 
+#ifdef CUMULUS_HAVE_CUDA
+#include "mesh/cufft_api.hpp"
+#endif
+
 using namespace cumulus;
 
 namespace {
 
 struct Options {
-  std::vector<int> sizes{128, 256};
+  std::vector<int> sizes;  // default: 128,256 on the host, 512 on a GPU
+  std::string backend = "host";
+  std::vector<std::string> precisions{"double"};
+  bool precision_given = false;
   int reps = 5, rounds = 3;
 };
+
+std::vector<std::string> split(const std::string& v) {
+  std::vector<std::string> out;
+  for (std::size_t p = 0; p < v.size();) {
+    const std::size_t q = v.find(',', p);
+    out.push_back(v.substr(p, q - p));
+    p = q == std::string::npos ? v.size() : q + 1;
+  }
+  return out;
+}
 
 Options parse(int argc, char** argv) {
   Options o;
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
-    if (a + 1 >= argc) throw InputError("fft_bench: " + arg + " needs a value");
+    if (a + 1 >= argc) throw InputError("" + arg + " needs a value");
     const std::string v = argv[++a];
     if (arg == "--sizes") {
       o.sizes.clear();
-      for (std::size_t p = 0; p < v.size();) {
-        const std::size_t q = v.find(',', p);
-        o.sizes.push_back(std::stoi(v.substr(p, q - p)));
-        p = q == std::string::npos ? v.size() : q + 1;
-      }
+      for (const std::string& n : split(v)) o.sizes.push_back(std::stoi(n));
+    } else if (arg == "--backend") {
+      o.backend = v;
+    } else if (arg == "--precision") {
+      o.precisions = split(v);
+      o.precision_given = true;
+      for (const std::string& p : o.precisions)
+        if (p != "double" && p != "single") throw InputError("--precision takes double and/or single, not " + p);
     } else if (arg == "--reps") {
       o.reps = std::stoi(v);
     } else if (arg == "--rounds") {
       o.rounds = std::stoi(v);
     } else {
-      throw InputError("fft_bench: unknown option " + arg + " (--sizes, --reps, --rounds)");
+      throw InputError("unknown option " + arg + " (--sizes, --backend, --precision, --reps, --rounds)");
     }
   }
   return o;
@@ -111,37 +139,37 @@ void run_size(int N, const Comm& comm, const Options& o) {
   plan.forward(u.view(), spec);  // warm-up: first touch of every buffer
   plan.backward(spec, v.view());
 
-  double best = 1e300, share = 0, line_share = 0;
+  double best = 1e300, compute = 0;
   for (int r = 0; r < o.rounds; ++r) {
     comm.barrier();
-    const double t0 = wall_seconds(), tr0 = plan.seconds_transposes(), tl0 = plan.seconds_lines();
+    const double t0 = wall_seconds(), tc0 = plan.seconds_line_compute();
     for (int n = 0; n < o.reps; ++n) {
       plan.forward(u.view(), spec);
       plan.backward(spec, v.view());
     }
     const double t = comm.max((wall_seconds() - t0) / o.reps);
-    const double tr = comm.max((plan.seconds_transposes() - tr0) / o.reps);
-    const double tl = comm.max((plan.seconds_lines() - tl0) / o.reps);
+    const double tc = comm.max((plan.seconds_line_compute() - tc0) / o.reps);
     if (t < best) {
       best = t;
-      share = tr;
-      line_share = tl;
+      compute = tc;
     }
   }
-  // Effective bandwidth of the transposes, counted as STREAM counts a copy (each byte read once and
-  // written once): per transform the data is copied twice (pack, unpack; MPI's own copy is not
-  // counted), and a forward + backward pair is two transforms. 1.0 would mean the transposes run
-  // as fast as two plain copies of their data.
+  // The moving of data: all of a transform but FFTW's execute calls (the gathers into and
+  // scatters out of each batch, the exchanges with MPI's own copies, the unpacking, any copy to or
+  // from the bricks). Its effective bandwidth counts each transpose's data once, as STREAM counts a
+  // copy (read once, written once), forward and backward: 1.0 would mean all that movement costs
+  // one plain copy of the data per transpose, the least a transpose-based transform can move.
+  const double movement = std::max(best - compute, 1e-12);
   const double moved = static_cast<double>(comm.sum(plan.bytes_transposed_per_transform()));
-  const double transpose_bw = 2.0 * 2.0 * 2.0 * moved / share;
+  const double movement_bw = 2.0 * 2.0 * moved / movement;
   const double copy_bw = copy_bandwidth(comm, std::max<std::int64_t>(plan.bytes_transposed_per_transform() / 8, 1 << 20), o.rounds);
   if (comm.is_root()) {
     std::printf("\n%d^3 r2c forward + c2r backward, double, %d rank(s) x %d thread(s); bricks: z-slabs\n", N, P, threads);
     std::printf("  %s\n", plan.describe().c_str());
     std::printf("  cumulus          %9.2f ms\n", best * 1e3);
-    std::printf("  transposes       %9.2f ms = %.0f %% of the time; %.2f GB/s effective = %.2f of a memory copy (%.2f GB/s, same run)\n",
-                share * 1e3, 100 * share / best, transpose_bw / 1e9, transpose_bw / copy_bw, copy_bw / 1e9);
-    std::printf("  1D line transforms %7.2f ms = %.0f %% of the time\n", line_share * 1e3, 100 * line_share / best);
+    std::printf("  1D FFTs (FFTW)   %9.2f ms = %.0f %% of the time\n", compute * 1e3, 100 * compute / best);
+    std::printf("  data movement    %9.2f ms = %.0f %% of the time; %.2f GB/s effective = %.2f of a memory copy (%.2f GB/s, same run)\n",
+                movement * 1e3, 100 * movement / best, movement_bw / 1e9, movement_bw / copy_bw, copy_bw / 1e9);
   }
 
   // Checksum: sum of |u_hat|^2 over the stored half-spectrum (compared with FFTW-MPI's below).
@@ -223,6 +251,90 @@ void run_size(int N, const Comm& comm, const Options& o) {
   }
 }
 
+#ifdef CUMULUS_HAVE_CUDA
+// One precision on the GPU: cumulus' plan over the ranks (one GPU each) against one cuFFT 3D plan
+// of the whole grid on rank 0's GPU, on the same stream.
+template <class T>
+void run_gpu(int N, const Comm& comm, const Options& o, const Exec& ex) {
+  using C = FftComplex<T>;
+  const int P = comm.size();
+  const CartesianDecomposition d({N, N, N}, {true, true, true}, P, 3, 1, {1, 1, P});
+  FftPlan<T> plan(d, comm, ex, FftKind::real_to_complex);
+  const Box box = d.box_of(comm.rank());
+  Field<T> u("u", Backend::cuda, box, {0, 0, 0}, 1), v("v", Backend::cuda, box, {0, 0, 0}, 1);
+  std::vector<T> host(static_cast<std::size_t>(box.volume()));
+  std::size_t c = 0;
+  for (int k = box.lo[2]; k < box.hi[2]; ++k)
+    for (int j = box.lo[1]; j < box.hi[1]; ++j)
+      for (int i = box.lo[0]; i < box.hi[0]; ++i) host[c++] = static_cast<T>(field_value(i, j, k));
+  u.interior_from_host(ex, host);
+  auto spec = plan.make_spectral_buffer();
+  plan.forward(u.view(), spec);  // warm-up
+  plan.backward(spec, v.view());
+  ex.synchronize();
+  const double ours = best_time(comm, o, [&] {
+    plan.forward(u.view(), spec);
+    plan.backward(spec, v.view());
+    ex.synchronize();
+  });
+  double ours_sum = 0;
+  for (const C& z : plan.gather_spectrum(spec)) ours_sum += static_cast<double>(z.re) * z.re + static_cast<double>(z.im) * z.im;
+  const char* prec = sizeof(T) == 8 ? "double" : "single";
+  if (comm.is_root()) {
+    std::printf("\n%d^3 r2c forward + c2r backward, %s, %d rank(s) on the GPU\n", N, prec, P);
+    std::printf("  %s\n", plan.describe().c_str());
+    std::printf("  cumulus          %9.3f ms\n", ours * 1e3);
+    // The peer: one 3D plan of the whole grid (rows of N reals, x fastest, as our bricks).
+    const CufftApi& api = cufft();
+    if (!api.error.empty()) throw Error(api.error);
+    const std::size_t cells = static_cast<std::size_t>(N) * N * N, half = static_cast<std::size_t>(N) * N * (N / 2 + 1);
+    Buffer<T> in(Backend::cuda, cells, "bench.cufft_in"), back(Backend::cuda, cells, "bench.cufft_back");
+    Buffer<C> out(Backend::cuda, half, "bench.cufft_out");
+    std::vector<T> all(cells);
+    for (std::size_t q = 0; q < cells; ++q)
+      all[q] = static_cast<T>(field_value(static_cast<int>(q % N), static_cast<int>(q / N % N), static_cast<int>(q / N / N)));
+    in.from_host(ex, all);
+    constexpr bool dbl = sizeof(T) == 8;
+    cufftHandle fwd = 0, bwd = 0;
+    std::size_t ws = 0;
+    cufft_check(api.create(&fwd), "cufftCreate");
+    cufft_check(api.create(&bwd), "cufftCreate");
+    cufft_check(api.make_plan_3d(fwd, N, N, N, dbl ? CUFFT_D2Z : CUFFT_R2C, &ws), "cufftMakePlan3d");
+    cufft_check(api.make_plan_3d(bwd, N, N, N, dbl ? CUFFT_Z2D : CUFFT_C2R, &ws), "cufftMakePlan3d");
+    cufft_check(api.set_stream(fwd, ex.stream()), "cufftSetStream");
+    cufft_check(api.set_stream(bwd, ex.stream()), "cufftSetStream");
+    auto pair = [&] {
+      if constexpr (dbl) {
+        cufft_check(api.d2z(fwd, reinterpret_cast<cufftDoubleReal*>(in.data()), reinterpret_cast<cufftDoubleComplex*>(out.data())), "cufftExecD2Z");
+        cufft_check(api.z2d(bwd, reinterpret_cast<cufftDoubleComplex*>(out.data()), reinterpret_cast<cufftDoubleReal*>(back.data())), "cufftExecZ2D");
+      } else {
+        cufft_check(api.r2c(fwd, reinterpret_cast<cufftReal*>(in.data()), reinterpret_cast<cufftComplex*>(out.data())), "cufftExecR2C");
+        cufft_check(api.c2r(bwd, reinterpret_cast<cufftComplex*>(out.data()), reinterpret_cast<cufftReal*>(back.data())), "cufftExecC2R");
+      }
+      ex.synchronize();
+    };
+    pair();
+    double peer_sum = 0;
+    {
+      // c2r destroyed `out`: the spectrum again, for the checksum
+      if constexpr (dbl)
+        cufft_check(api.d2z(fwd, reinterpret_cast<cufftDoubleReal*>(in.data()), reinterpret_cast<cufftDoubleComplex*>(out.data())), "cufftExecD2Z");
+      else
+        cufft_check(api.r2c(fwd, reinterpret_cast<cufftReal*>(in.data()), reinterpret_cast<cufftComplex*>(out.data())), "cufftExecR2C");
+      for (const C& z : out.to_host(ex)) peer_sum += static_cast<double>(z.re) * z.re + static_cast<double>(z.im) * z.im;
+    }
+    const double peer = best_time(Comm::self(), o, pair);
+    api.destroy(fwd);
+    api.destroy(bwd);
+    std::printf("  cuFFT 3D plan    %9.3f ms   speed ratio cumulus / cuFFT 3D = %.2f   (checksum agreement %.1e)\n",
+                peer * 1e3, peer / ours, std::abs(ours_sum - peer_sum) / peer_sum);
+    std::printf("FIGURE: fft.gpu.%d.%s.ms %.3f\nFIGURE: fft.gpu.%d.%s.ratio_cufft3d %.3f\n", N, prec, ours * 1e3, N, prec,
+                peer / ours);
+  }
+  comm.barrier();
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -236,7 +348,29 @@ int main(int argc, char** argv) {
 #endif
     fftw_plan_with_nthreads(1);  // FftPlan's 1D plans are single-threaded (threads run whole batches)
     const Comm comm = Comm::world();
-    for (int n : o.sizes) run_size(n, comm, o);
+    if (o.backend == "host") {
+      if (o.precision_given && (o.precisions.size() != 1 || o.precisions[0] != "double"))
+        throw InputError("the host comparison is in double precision only (FFTW-MPI's peer plan is double)");
+      for (int n : o.sizes.empty() ? std::vector<int>{128, 256} : o.sizes) run_size(n, comm, o);
+    } else if (o.backend == "cuda") {
+#ifdef CUMULUS_HAVE_CUDA
+      std::string why;
+      const Exec ex = select_backend("cuda", comm.local_rank(), &why);
+      if (!FftPlan<double>::cuda_fft_available(&why)) throw Error(why);
+      const std::vector<std::string> precs = o.precision_given ? o.precisions : std::vector<std::string>{"double", "single"};
+      for (int n : o.sizes.empty() ? std::vector<int>{512} : o.sizes)
+        for (const std::string& p : precs) {
+          if (p == "double")
+            run_gpu<double>(n, comm, o, ex);
+          else
+            run_gpu<float>(n, comm, o, ex);
+        }
+#else
+      throw InputError("--backend cuda needs a CUDA build (scripts/setup build/cuda -DCUMULUS_CUDA=ON)");
+#endif
+    } else {
+      throw InputError("--backend is host or cuda, not " + o.backend);
+    }
 #ifdef CUMULUS_HAVE_FFTW_MPI
     fftw_mpi_cleanup();
 #endif

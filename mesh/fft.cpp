@@ -9,16 +9,17 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "core/strings.hpp"
 #include "core/timers.hpp"
 
 #ifdef CUMULUS_HAVE_CUDA
 #include <cuda_runtime.h>
-#include <cufft.h>
-#include <dlfcn.h>
 
-#include <type_traits>
+#include "mesh/cufft_api.hpp"
 #endif
 
 namespace cumulus {
@@ -55,6 +56,8 @@ struct Fftw<double> {
     fftw_execute_dft_c2r(static_cast<fftw_plan>(p), static_cast<cpx*>(in), static_cast<double*>(out));
   }
   static void destroy(void* p) { fftw_destroy_plan(static_cast<fftw_plan>(p)); }
+  static double cost(void* p) { return fftw_estimate_cost(static_cast<fftw_plan>(p)); }
+  static int alignment(const void* p) { return fftw_alignment_of(static_cast<double*>(const_cast<void*>(p))); }
 };
 template <>
 struct Fftw<float> {
@@ -81,67 +84,9 @@ struct Fftw<float> {
     fftwf_execute_dft_c2r(static_cast<fftwf_plan>(p), static_cast<cpx*>(in), static_cast<float*>(out));
   }
   static void destroy(void* p) { fftwf_destroy_plan(static_cast<fftwf_plan>(p)); }
+  static double cost(void* p) { return fftwf_estimate_cost(static_cast<fftwf_plan>(p)); }
+  static int alignment(const void* p) { return fftwf_alignment_of(static_cast<float*>(const_cast<void*>(p))); }
 };
-
-#ifdef CUMULUS_HAVE_CUDA
-void cufft_check(cufftResult r, const char* what) {
-  if (r != CUFFT_SUCCESS) throw Error(strprintf("cuFFT: %s failed (cufftResult %d)", what, static_cast<int>(r)));
-}
-
-// cuFFT, loaded when a CUDA plan is first made rather than linked: libcufft is about 280 MB, and a
-// link dependency would make every CUDA-built program (the solvers that never transform included)
-// refuse to start on a machine that has the driver but not the toolkit's libraries, which is what
-// a lent GPU machine has (the programs link the static CUDA runtime for that reason).
-struct CufftApi {
-  decltype(&cufftCreate) create = nullptr;
-  decltype(&cufftSetAutoAllocation) set_auto_allocation = nullptr;
-  decltype(&cufftMakePlanMany) make_plan_many = nullptr;
-  decltype(&cufftSetStream) set_stream = nullptr;
-  decltype(&cufftSetWorkArea) set_work_area = nullptr;
-  decltype(&cufftDestroy) destroy = nullptr;
-  decltype(&cufftExecZ2Z) z2z = nullptr;
-  decltype(&cufftExecD2Z) d2z = nullptr;
-  decltype(&cufftExecZ2D) z2d = nullptr;
-  decltype(&cufftExecC2C) c2c = nullptr;
-  decltype(&cufftExecR2C) r2c = nullptr;
-  decltype(&cufftExecC2R) c2r = nullptr;
-  std::string error;  // empty when every function was found
-};
-
-const CufftApi& cufft() {
-  static const CufftApi api = [] {
-    CufftApi a;
-    const std::string name = "libcufft.so." + std::to_string(CUFFT_VER_MAJOR);
-    void* h = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-#ifdef CUMULUS_CUFFT_DIR
-    if (!h) h = dlopen((std::string(CUMULUS_CUFFT_DIR) + "/" + name).c_str(), RTLD_NOW | RTLD_LOCAL);
-#endif
-    if (!h) {
-      const char* why = dlerror();
-      a.error = "cannot load " + name + " (cuFFT, for the FFT on the GPU): " + (why ? why : "not found");
-      return a;
-    }
-    auto load = [&](auto& f, const char* symbol) {
-      f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(dlsym(h, symbol));
-      if (!f && a.error.empty()) a.error = name + " has no " + symbol;
-    };
-    load(a.create, "cufftCreate");
-    load(a.set_auto_allocation, "cufftSetAutoAllocation");
-    load(a.make_plan_many, "cufftMakePlanMany");
-    load(a.set_stream, "cufftSetStream");
-    load(a.set_work_area, "cufftSetWorkArea");
-    load(a.destroy, "cufftDestroy");
-    load(a.z2z, "cufftExecZ2Z");
-    load(a.d2z, "cufftExecD2Z");
-    load(a.z2d, "cufftExecZ2D");
-    load(a.c2c, "cufftExecC2C");
-    load(a.r2c, "cufftExecR2C");
-    load(a.c2r, "cufftExecC2R");
-    return a;
-  }();
-  return api;
-}
-#endif
 
 // Lines per host batch. Fixed (not derived from the rank count), so that every line is transformed
 // by the same FFTW plan at every rank count; 16 lines keep every batch's start 64-byte aligned in
@@ -155,6 +100,21 @@ int cuda_batch(const Index3& n) {
   int b = 1;
   while (2 * b * static_cast<std::int64_t>(longest) <= (std::int64_t{1} << 21)) b *= 2;
   return b;
+}
+
+int max_threads() {
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+int this_thread() {
+#ifdef _OPENMP
+  return omp_get_thread_num();
+#else
+  return 0;
+#endif
 }
 
 const char* axis_name(int a) { return a == 0 ? "x" : (a == 1 ? "y" : "z"); }
@@ -276,6 +236,14 @@ FftPlan<T>::FftPlan(const CartesianDecomposition& bricks, const Comm& comm, cons
     recv_host_ = memory::allocate_pinned(recv_.bytes());
   }
   make_line_plans();
+  if (!exec.is_cuda()) {
+    // Each OpenMP thread's batch of lines in and out (the fused passes), made once: nothing is
+    // allocated inside a transform. A slot holds batch_ lines of the longest axis at a 64-byte pitch.
+    const int longest = std::max({n_[0], n_[1], n_[2]});
+    scratch_threads_ = max_threads();
+    scratch_slot_ = 2 * static_cast<std::size_t>(batch_) * ((static_cast<std::size_t>(longest) * sizeof(Complex) + 63) / 64 * 64);
+    scratch_ = Buffer<unsigned char>(Backend::host, scratch_slot_ * static_cast<std::size_t>(scratch_threads_), "fft.scratch");
+  }
 }
 
 template <class T>
@@ -478,11 +446,30 @@ void FftPlan<T>::make_line_plans() {
       const int n = n_[s];
       void* a = work_a_.data();
       void* b = work_b_.data();
-      void*& fwd = host_plans_[2 * s];
-      void*& bwd = host_plans_[2 * s + 1];
-      fwd = (s == 0 && r2c) ? Fftw<T>::r2c(n, batch_, a, b) : Fftw<T>::c2c(n, batch_, a, b, FFTW_FORWARD);
-      bwd = (s == 0 && r2c) ? Fftw<T>::c2r(n, batch_, a, b) : Fftw<T>::c2c(n, batch_, a, b, FFTW_BACKWARD);
-      if (!fwd || !bwd) throw Error(strprintf("FFTW: no plan for %d-point lines along %s", n, axis_name(s)));
+      for (int dir = 0; dir < 2; ++dir) {
+        auto make = [&](int howmany) {
+          if (s == 0 && r2c) return dir == 0 ? Fftw<T>::r2c(n, howmany, a, b) : Fftw<T>::c2r(n, howmany, a, b);
+          return Fftw<T>::c2c(n, howmany, a, b, dir == 0 ? FFTW_FORWARD : FFTW_BACKWARD);
+        };
+        // FFTW_ESTIMATE plans a batch of lines as a loop over lines or as one vector plan across
+        // them, by its operation-count model; for some lengths (128- and 64-point real lines,
+        // for example) its batch plan costs 3x a loop over its one-line plan by that same model,
+        // and runs about 2x slower. Both plans are made, and the cheaper by FFTW's own estimate
+        // (a deterministic count, not a timing) is kept: the choice depends only on the length,
+        // the kind and the precision, so every rank count makes the same one.
+        void* batch = make(batch_);
+        void* single = make(1);
+        if (!batch || !single) throw Error(strprintf("FFTW: no plan for %d-point lines along %s", n, axis_name(s)));
+        // A one-line plan runs on each line where it lies, so every line must start at FFTW's
+        // SIMD alignment (16 bytes) as the planning arrays do: lines a whole number of 16 bytes long.
+        const std::size_t in_bytes = (s == 0 && r2c && dir == 0) ? n * sizeof(T) : (s == 0 && r2c ? n / 2 + 1 : n) * sizeof(Complex);
+        const std::size_t out_bytes = (s == 0 && r2c && dir == 1) ? n * sizeof(T) : (s == 0 && r2c ? n / 2 + 1 : n) * sizeof(Complex);
+        const bool use_single = in_bytes % 16 == 0 && out_bytes % 16 == 0 &&
+                                batch_ * Fftw<T>::cost(single) < Fftw<T>::cost(batch);
+        Fftw<T>::destroy(use_single ? batch : single);
+        host_plans_[2 * s + dir] = use_single ? single : batch;
+        host_single_[2 * s + dir] = use_single;
+      }
     }
     return;
   }
@@ -527,6 +514,40 @@ void FftPlan<T>::make_line_plans() {
 // ---- transforms ---------------------------------------------------------------------------------
 
 template <class T>
+void FftPlan<T>::add_compute(double seconds) {
+#pragma omp critical(cumulus_fft_compute)
+  pass_compute_ = std::max(pass_compute_, seconds);
+}
+
+template <class T>
+double FftPlan<T>::run_host_batch(int p, bool real_side, bool forward, unsigned char* in, std::size_t pitch_in,
+                                  unsigned char* out, std::size_t pitch_out) const {
+  const double t0 = wall_seconds();
+  void* plan = host_plans_[p];
+  auto run = [&](void* i, void* o) {
+    if (!real_side)
+      Fftw<T>::run_c2c(plan, i, o);
+    else if (forward)
+      Fftw<T>::run_r2c(plan, i, o);
+    else
+      Fftw<T>::run_c2r(plan, i, o);
+  };
+  if (!host_single_[p]) {
+    run(in, out);
+    return wall_seconds() - t0;
+  }
+  for (int q = 0; q < batch_; ++q) {
+    unsigned char* i = in + q * pitch_in;
+    unsigned char* o = out + q * pitch_out;
+    // make_line_plans chose a one-line plan only for lines that keep the planning alignment.
+    if (Fftw<T>::alignment(i) != 0 || Fftw<T>::alignment(o) != 0)
+      throw Error("FftPlan: a line is not at FFTW's SIMD alignment (an internal error)");
+    run(i, o);
+  }
+  return wall_seconds() - t0;
+}
+
+template <class T>
 void FftPlan<T>::lines(int s, bool forward, const void* in_c, void* out) {
   const double t0 = wall_seconds();
   const Stage& st = stage_[s];
@@ -545,21 +566,20 @@ void FftPlan<T>::lines(int s, bool forward, const void* in_c, void* out) {
   auto* pout = static_cast<unsigned char*>(out);
   const int p = 2 * s + (forward ? 0 : 1);
   if (!exec_.is_cuda()) {
-    void* plan = host_plans_[p];
     // Batches over the OpenMP threads, each with the same plan (FFTW's new-array execute is thread
     // safe): a line's bits do not depend on the thread count, as they would with FFTW's own threads
     // splitting a batch differently.
-#pragma omp parallel for schedule(static) if (batches > 1)
-    for (std::int64_t b = 0; b < batches; ++b) {
-      void* i = pin + b * step_in;
-      void* o = pout + b * step_out;
-      if (!real_side)
-        Fftw<T>::run_c2c(plan, i, o);
-      else if (forward)
-        Fftw<T>::run_r2c(plan, i, o);
-      else
-        Fftw<T>::run_c2r(plan, i, o);
+    pass_compute_ = 0;
+#pragma omp parallel if (batches > 1)
+    {
+      double busy = 0;
+#pragma omp for schedule(static)
+      for (std::int64_t b = 0; b < batches; ++b)
+        busy += run_host_batch(p, real_side, forward, pin + b * step_in, static_cast<std::size_t>(len_in) * esize_in,
+                               pout + b * step_out, static_cast<std::size_t>(len_out) * esize_out);
+      add_compute(busy);
     }
+    t_compute_ += pass_compute_;
   } else {
 #ifdef CUMULUS_HAVE_CUDA
     const cufftHandle h = cuda_plans_[p];
@@ -647,35 +667,37 @@ void FftPlan<T>::lines_into_transpose(int s, bool forward, const void* in, const
   }
   const int nu = st.box.size(u), nw = st.box.size(w), ulo = st.box.lo[u], wlo = st.box.lo[w], alo = st.box.lo[a];
   const std::int64_t batches_u = (nu + batch_ - 1) / batch_, work = batches_u * nw;
-  void* plan = host_plans_[2 * s + (forward ? 0 : 1)];
+  const int plan = 2 * s + (forward ? 0 : 1);
+  // A batch plan needs its lines back to back; a one-line plan takes each at a 64-byte boundary.
+  auto pitch = [&](std::size_t bytes) { return host_single_[plan] ? (bytes + 63) / 64 * 64 : bytes; };
+  const std::size_t pitch_in = pitch(static_cast<std::size_t>(len_in) * esize_in);
+  const std::size_t pitch_out = pitch(static_cast<std::size_t>(len_out) * sizeof(Complex));
+  const std::int64_t out_pitch = static_cast<std::int64_t>(pitch_out / sizeof(Complex));
   const auto* base = static_cast<const unsigned char*>(in);
-#pragma omp parallel
+  pass_compute_ = 0;
+#pragma omp parallel num_threads(scratch_threads_)
   {
-    // A batch's input and output, aligned as FFTW's planning arrays are (its SIMD codelets may
-    // require it); padding lines are zero and their results never read.
-    const std::size_t in_bytes = static_cast<std::size_t>(batch_ * len_in) * esize_in;
-    const std::size_t out_bytes = static_cast<std::size_t>(batch_ * len_out) * sizeof(Complex);
-    void* tin = std::aligned_alloc(64, (in_bytes + 63) / 64 * 64);
-    void* tout = std::aligned_alloc(64, (out_bytes + 63) / 64 * 64);
-    if (tin && tout) std::memset(tin, 0, in_bytes);
+    double busy = 0;
+    // A batch's input and output in this thread's scratch, aligned as FFTW's planning arrays are
+    // (its SIMD codelets may require it); padding lines are zero and their results never read.
+    const std::size_t in_bytes = batch_ * pitch_in;
+    void* tin = scratch_.data() + static_cast<std::size_t>(this_thread()) * scratch_slot_;
+    void* tout = static_cast<unsigned char*>(tin) + scratch_slot_ / 2;
+    std::memset(tin, 0, in_bytes);
 #pragma omp for schedule(static)
     for (std::int64_t job = 0; job < work; ++job) {
-      if (!tin || !tout) continue;
       const int wv = wlo + static_cast<int>(job / batches_u);
       const int u0 = ulo + static_cast<int>(job % batches_u) * batch_;
       const int cnt = u0 + batch_ <= ulo + nu ? batch_ : ulo + nu - u0;
       for (int q = 0; q < cnt; ++q) {
         const std::int64_t row = (static_cast<std::int64_t>(u0 + q - ulo) * in_stride[u] + static_cast<std::int64_t>(wv - wlo) * in_stride[w]);
-        std::memcpy(static_cast<unsigned char*>(tin) + static_cast<std::size_t>(q * len_in) * esize_in,
+        std::memcpy(static_cast<unsigned char*>(tin) + q * pitch_in,
                     base + static_cast<std::size_t>(row) * esize_in, static_cast<std::size_t>(len_in) * esize_in);
       }
       if (cnt < batch_)
-        std::memset(static_cast<unsigned char*>(tin) + static_cast<std::size_t>(cnt * len_in) * esize_in, 0,
-                    static_cast<std::size_t>((batch_ - cnt) * len_in) * esize_in);
-      if (real_in)
-        Fftw<T>::run_r2c(plan, tin, tout);
-      else
-        Fftw<T>::run_c2c(plan, tin, tout);
+        std::memset(static_cast<unsigned char*>(tin) + cnt * pitch_in, 0, (batch_ - cnt) * pitch_in);
+      busy += run_host_batch(plan, real_in, forward, static_cast<unsigned char*>(tin), pitch_in,
+                             static_cast<unsigned char*>(tout), pitch_out);
       const Complex* out = static_cast<const Complex*>(tout);
       for (int m = 0; m < members; ++m) {
         const Box& b = out_box[static_cast<std::size_t>(m)];
@@ -690,14 +712,52 @@ void FftPlan<T>::lines_into_transpose(int s, bool forward, const void* in, const
           c[u] = q0;
           c[w] = wv;
           Complex* d = &v(c[0], c[1], c[2]);
-          const Complex* src = out + static_cast<std::int64_t>(q0 - u0) * len_out + (ta - alo);
-          for (int q = q0; q < q1; ++q, d += sv[u], src += len_out) *d = *src;
+          const Complex* src = out + static_cast<std::int64_t>(q0 - u0) * out_pitch + (ta - alo);
+          for (int q = q0; q < q1; ++q, d += sv[u], src += out_pitch) *d = *src;
         }
       }
     }
-    std::free(tin);
-    std::free(tout);
+    add_compute(busy);
   }
+  t_compute_ += pass_compute_;
+  t_lines_ += wall_seconds() - t0;
+}
+
+template <class T>
+template <class E>
+void FftPlan<T>::lines_to_bricks(const StridedView<E>& out) {
+  const double t0 = wall_seconds();
+  const Stage& st = stage_[0];
+  const bool real_out = kind_ == FftKind::real_to_complex;
+  const int n = n_[0];
+  const int plan = 1;  // the x stage, backward
+  // The x stage's spectral lines lie back to back in work_a (as lines() reads them); the real or
+  // complex result of a batch goes to scratch, then row by row into the caller's brick.
+  const std::size_t pitch_in = static_cast<std::size_t>(real_out ? m0_ : n) * sizeof(Complex);
+  const std::size_t row = static_cast<std::size_t>(n) * sizeof(E);
+  const std::size_t pitch_out = host_single_[plan] ? (row + 63) / 64 * 64 : row;
+  const int ny = st.box.size(1), ylo = st.box.lo[1], zlo = st.box.lo[2];
+  const std::int64_t batches = st.padded_lines / batch_;
+  auto* in = reinterpret_cast<unsigned char*>(work_a_.data());
+  pass_compute_ = 0;
+#pragma omp parallel num_threads(scratch_threads_)
+  {
+    double busy = 0;
+    auto* tout = scratch_.data() + static_cast<std::size_t>(this_thread()) * scratch_slot_;
+#pragma omp for schedule(static)
+    for (std::int64_t b = 0; b < batches; ++b) {
+      busy += run_host_batch(plan, real_out, false, in + static_cast<std::size_t>(b * batch_) * pitch_in, pitch_in,
+                             tout, pitch_out);
+      for (int q = 0; q < batch_; ++q) {
+        const std::int64_t line = b * batch_ + q;
+        if (line >= st.lines) break;
+        const int y = ylo + static_cast<int>(line % ny), z = zlo + static_cast<int>(line / ny);
+        std::memcpy(&out(0, y, z), tout + q * pitch_out, row);
+      }
+    }
+    add_compute(busy);
+  }
+  t_compute_ += pass_compute_;
   t_lines_ += wall_seconds() - t0;
 }
 
@@ -855,6 +915,11 @@ void FftPlan<T>::backward_impl(const StridedView<E>& out) {
       lines(1, false, work_a_.data(), work_b_.data());
     }
     transpose(x_to_y_, true, stage_view(1, work_b_.data()), stage_view(0, work_a_.data()), "fft.pack", "fft.unpack");
+  }
+  if (fused() && bricks_are_pencils() && out.s0 == 1) {
+    // The bricks are the x-pencils: the x-lines are written into them (no copy from the pencils).
+    lines_to_bricks(out);
+    return;
   }
   lines(0, false, work_a_.data(), work_b_.data());
   E* b_out = reinterpret_cast<E*>(work_b_.data());

@@ -124,6 +124,10 @@ class FftPlan {
   // line transforms are queued and their time is counted where the next transpose waits.
   double seconds_transposes() const { return t_transposes_; }
   double seconds_lines() const { return t_lines_; }
+  // Host: of seconds_lines(), the time inside FFTW's execute calls alone (the slowest thread's per
+  // pass), so that the rest of a transform is the moving of data: gathers, scatters, exchanges.
+  // 0 on CUDA.
+  double seconds_line_compute() const { return t_compute_; }
   std::int64_t bytes_sent_per_transform() const;
   // Bytes this rank packs (and unpacks) per transform, its own share included: what the transposes
   // move through memory once each way.
@@ -162,6 +166,13 @@ class FftPlan {
                  const char* label_pack, const char* label_unpack);
   // 1D transforms of stage s's lines, in batches, from `in` to `out` (both padded to whole batches).
   void lines(int s, bool forward, const void* in, void* out);
+  // One batch on the host through plan p: batch_ lines at `pitch_in` / `pitch_out` bytes apart
+  // (exactly a line apart for a batch plan; any aligned pitch for a one-line plan).
+  // Returns the seconds spent in FFTW.
+  double run_host_batch(int p, bool real_side, bool forward, unsigned char* in, std::size_t pitch_in, unsigned char* out,
+                        std::size_t pitch_out) const;
+  // Adds the slowest thread's compute seconds of a parallel pass (called by each thread once).
+  void add_compute(double seconds);
   // Host, 3D: stage s's lines from `in` (the stage's storage; real x-pencils for an r2c forward)
   // transformed a batch at a time and scattered straight into transpose t's destinations (this
   // rank's own part into `dst`, the others' into the send buffer in the receiver's order), then
@@ -173,6 +184,10 @@ class FftPlan {
   // at the element at the stage box's lower corner.
   void lines_into_transpose(int s, bool forward, const void* in, const Transpose& t, bool reverse,
                             const StridedView<Complex>& dst, const std::int64_t* in_strides = nullptr);
+  // Host, 3D, bricks that are the x-pencils: the backward x-lines from work_a written a batch at a
+  // time into the caller's brick `out` (unit stride along x), with no copy through the pencils.
+  template <class E>
+  void lines_to_bricks(const StridedView<E>& out);
   // Whether the bricks are this rank's x-pencils, so that the first transpose is a copy on the rank.
   bool bricks_are_pencils() const;
   // The second half of transpose(): the exchange and the unpacking, the send buffer already packed
@@ -209,10 +224,17 @@ class FftPlan {
   // 1D plans per stage and direction (fftw_plan / fftwf_plan, or cuFFT handles), opaque here so
   // that this header needs neither library.
   std::array<void*, 6> host_plans_{};
+  // Whether a host plan transforms one line (run batch_ times per batch, each line at its own
+  // aligned place) rather than a whole batch: see make_line_plans.
+  std::array<bool, 6> host_single_{};
   std::array<int, 6> cuda_plans_{};
   bool cuda_plans_made_ = false;
   Buffer<unsigned char> cuda_work_;
-  double t_transposes_ = 0, t_lines_ = 0;
+  double t_transposes_ = 0, t_lines_ = 0, t_compute_ = 0, pass_compute_ = 0;
+  // Host: per-thread scratch for the fused passes (two halves of scratch_slot_ bytes: a batch in, a batch out).
+  Buffer<unsigned char> scratch_;
+  std::size_t scratch_slot_ = 0;
+  int scratch_threads_ = 1;
 };
 
 extern template class FftPlan<double>;
