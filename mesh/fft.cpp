@@ -214,6 +214,9 @@ FftPlan<T>::FftPlan(const CartesianDecomposition& bricks, const Comm& comm, cons
   mpi_check(MPI_Type_contiguous(static_cast<int>(sizeof(Complex)), MPI_BYTE, &complex_type_), "MPI_Type_contiguous");
   mpi_check(MPI_Type_commit(&complex_type_), "MPI_Type_commit");
   make_transposes(bricks);
+  // Every rank must take the same path: the ranks whose bricks are not their pencils exchange in
+  // the first transpose (MPI_Alltoallv over all ranks), which the others would otherwise skip.
+  in_place_ = comm.min(bricks_are_pencils() ? 1.0 : 0.0) == 1.0;
 
   std::int64_t work = 0, buf = 0;
   for (int s = 0; s <= last_stage(); ++s)
@@ -224,7 +227,7 @@ FftPlan<T>::FftPlan(const CartesianDecomposition& bricks, const Comm& comm, cons
   work_b_ = Buffer<Complex>(space, static_cast<std::size_t>(work), "fft.work_b");
   send_ = Buffer<unsigned char>(space, static_cast<std::size_t>(buf) * sizeof(Complex), "fft.send");
   recv_ = Buffer<unsigned char>(space, static_cast<std::size_t>(buf) * sizeof(Complex), "fft.recv");
-  if (space == Backend::cuda) {
+  {
     // Padding lines are never read into a real line (batched lines are independent); zeroed once
     // so that no uninitialised memory is ever transformed.
     const std::vector<Complex> zeros(static_cast<std::size_t>(work), Complex{0, 0});
@@ -236,6 +239,9 @@ FftPlan<T>::FftPlan(const CartesianDecomposition& bricks, const Comm& comm, cons
     recv_host_ = memory::allocate_pinned(recv_.bytes());
   }
   make_line_plans();
+  std::size_t members = 1;
+  for (const Transpose* t : {&to_pencils_, &x_to_y_, &y_to_z_}) members = std::max(members, t->send.size());
+  to_views_.resize(members);
   if (!exec.is_cuda()) {
     // Each OpenMP thread's batch of lines in and out (the fused passes), made once: nothing is
     // allocated inside a transform. A slot holds batch_ lines of the longest axis at a 64-byte pitch.
@@ -649,7 +655,7 @@ void FftPlan<T>::lines_into_transpose(int s, bool forward, const void* in, const
   const int members = static_cast<int>(out_box.size());
   // Where each member's part goes: this rank's own into dst, the others' into the send buffer laid
   // out as transpose() packs it (the receiver's order, box-relative).
-  std::vector<StridedView<Complex>> to(static_cast<std::size_t>(members));
+  std::vector<StridedView<Complex>>& to = to_views_;  // sized at set-up: no allocation here
   Complex* sbuf = reinterpret_cast<Complex*>(send_.data());
   for (int m = 0; m < members; ++m) {
     const Box& b = out_box[static_cast<std::size_t>(m)];
@@ -675,7 +681,7 @@ void FftPlan<T>::lines_into_transpose(int s, bool forward, const void* in, const
   const std::int64_t out_pitch = static_cast<std::int64_t>(pitch_out / sizeof(Complex));
   const auto* base = static_cast<const unsigned char*>(in);
   pass_compute_ = 0;
-#pragma omp parallel num_threads(scratch_threads_)
+#pragma omp parallel num_threads(std::min(max_threads(), scratch_threads_))
   {
     double busy = 0;
     // A batch's input and output in this thread's scratch, aligned as FFTW's planning arrays are
@@ -740,7 +746,7 @@ void FftPlan<T>::lines_to_bricks(const StridedView<E>& out) {
   const std::int64_t batches = st.padded_lines / batch_;
   auto* in = reinterpret_cast<unsigned char*>(work_a_.data());
   pass_compute_ = 0;
-#pragma omp parallel num_threads(scratch_threads_)
+#pragma omp parallel num_threads(std::min(max_threads(), scratch_threads_))
   {
     double busy = 0;
     auto* tout = scratch_.data() + static_cast<std::size_t>(this_thread()) * scratch_slot_;
@@ -878,7 +884,7 @@ void FftPlan<T>::forward_impl(const StridedView<E>& in) {
   const Stage& x = stage_[0];
   const StridedView<E> xin{a_in, 0, x.box.lo[1], x.box.lo[2], 1, n_[0], static_cast<std::int64_t>(n_[0]) * x.box.size(1)};
   if (fused()) {
-    if (bricks_are_pencils() && in.s0 == 1) {
+    if (in_place_ && in.s0 == 1) {
       // The bricks are the x-pencils: the x-lines read them in place (no copy to the pencils).
       const std::int64_t strides[3] = {1, in.s1, in.s2};
       lines_into_transpose(0, true, &in(0, stage_[0].box.lo[1], stage_[0].box.lo[2]), x_to_y_, false,
@@ -916,7 +922,7 @@ void FftPlan<T>::backward_impl(const StridedView<E>& out) {
     }
     transpose(x_to_y_, true, stage_view(1, work_b_.data()), stage_view(0, work_a_.data()), "fft.pack", "fft.unpack");
   }
-  if (fused() && bricks_are_pencils() && out.s0 == 1) {
+  if (fused() && in_place_ && out.s0 == 1) {
     // The bricks are the x-pencils: the x-lines are written into them (no copy from the pencils).
     lines_to_bricks(out);
     return;

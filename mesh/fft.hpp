@@ -188,7 +188,7 @@ class FftPlan {
   // time into the caller's brick `out` (unit stride along x), with no copy through the pencils.
   template <class E>
   void lines_to_bricks(const StridedView<E>& out);
-  // Whether the bricks are this rank's x-pencils, so that the first transpose is a copy on the rank.
+  // Whether the bricks are this rank's x-pencils (this rank alone: in_place_ is the collective answer).
   bool bricks_are_pencils() const;
   // The second half of transpose(): the exchange and the unpacking, the send buffer already packed
   // and this rank's own part already in `dst`.
@@ -235,6 +235,10 @@ class FftPlan {
   Buffer<unsigned char> scratch_;
   std::size_t scratch_slot_ = 0;
   int scratch_threads_ = 1;
+  // Whether every rank's brick is its x-pencils (decided collectively at set-up): the x-lines then
+  // read and write the bricks in place.
+  bool in_place_ = false;
+  std::vector<StridedView<Complex>> to_views_;  // lines_into_transpose's destinations, sized once
 };
 
 extern template class FftPlan<double>;
