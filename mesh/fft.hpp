@@ -41,25 +41,6 @@ struct FftProcessGrid {
   bool operator==(const FftProcessGrid&) const = default;
 };
 
-// Global wavenumbers of a spectral index (i, j, k): the index along an axis of n points maps to
-// idx for idx <= n / 2 and to idx - n above (so, for even n, the Nyquist index n / 2 reads +n / 2:
-// an odd derivative should zero it, see nyquist()). Along x of a real-to-complex transform the
-// index is the wavenumber (0 .. N0 / 2; the negative half is the conjugate, not stored).
-struct FftWavenumbers {
-  int n0 = 1, n1 = 1, n2 = 1;
-  bool half_x = false;  // real-to-complex: only kx >= 0 stored
-
-  CUMULUS_HD static int signed_index(int idx, int n) { return 2 * idx <= n ? idx : idx - n; }
-  CUMULUS_HD int kx(int i) const { return half_x ? i : signed_index(i, n0); }
-  CUMULUS_HD int ky(int j) const { return signed_index(j, n1); }
-  CUMULUS_HD int kz(int k) const { return signed_index(k, n2); }
-  // Whether index idx along `axis` is the Nyquist mode of an even size (its own conjugate).
-  CUMULUS_HD bool nyquist(int axis, int idx) const {
-    const int n = axis == 0 ? n0 : (axis == 1 ? n1 : n2);
-    return n % 2 == 0 && 2 * idx == n;
-  }
-};
-static_assert(std::is_trivially_copyable_v<FftWavenumbers>);
 
 template <class T>
 class FftPlan {

@@ -39,6 +39,26 @@ static_assert(std::is_trivially_copyable_v<StridedView<double>>);
 // stage), and one copy for the part that stays on the rank. The caller passes views permuted so
 // that i runs along the destination's contiguous axis (FftPlan: the message is laid out in the
 // receiver's order), so that unpack is a straight copy and the transposition happens once.
+// Global wavenumbers of a spectral index (i, j, k): the index along an axis of n points maps to
+// idx for idx <= n / 2 and to idx - n above (so, for even n, the Nyquist index n / 2 reads +n / 2:
+// an odd derivative should zero it, see nyquist()). Along x of a real-to-complex transform the
+// index is the wavenumber (0 .. N0 / 2; the negative half is the conjugate, not stored).
+struct FftWavenumbers {
+  int n0 = 1, n1 = 1, n2 = 1;
+  bool half_x = false;  // real-to-complex: only kx >= 0 stored
+
+  CUMULUS_HD static int signed_index(int idx, int n) { return 2 * idx <= n ? idx : idx - n; }
+  CUMULUS_HD int kx(int i) const { return half_x ? i : signed_index(i, n0); }
+  CUMULUS_HD int ky(int j) const { return signed_index(j, n1); }
+  CUMULUS_HD int kz(int k) const { return signed_index(k, n2); }
+  // Whether index idx along `axis` is the Nyquist mode of an even size (its own conjugate).
+  CUMULUS_HD bool nyquist(int axis, int idx) const {
+    const int n = axis == 0 ? n0 : (axis == 1 ? n1 : n2);
+    return n % 2 == 0 && 2 * idx == n;
+  }
+};
+static_assert(std::is_trivially_copyable_v<FftWavenumbers>);
+
 #define CUMULUS_FFT_KERNELS                                                                           \
   template <class E>                                                                                  \
   void pack(const Exec& ex, const char* label, const StridedView<E>& v, const Box& b, E* buf);        \

@@ -25,7 +25,8 @@ HaloExchange::HaloExchange(const CartesianDecomposition& decomp, const Comm& com
       label_self_(std::string(label) + ".self") {
   if (decomp.nranks() != comm.size()) throw Error("HaloExchange: decomposition and communicator sizes differ");
   for (int d = 0; d < 3; ++d) {
-    if (ghost[d] < 0 || ghost[d] > 3) throw Error("HaloExchange: ghost width must be 0 to 3");
+    if (ghost[d] < 0 || ghost[d] > kMaxGhost)
+      throw Error(strprintf("HaloExchange: ghost width must be 0 to %d", kMaxGhost));
     if (d >= decomp.ndim() && ghost[d] != 0) throw Error("HaloExchange: ghost layers along an unused axis");
     if (ghost[d] > 0 && interior_.size(d) < ghost[d])
       throw InputError(strprintf("rank %d owns %d cells along axis %d, fewer than the %d ghost layers: use fewer ranks",
@@ -47,6 +48,21 @@ HaloExchange::HaloExchange(const CartesianDecomposition& decomp, const Comm& com
         if (skip) continue;
         const int nb = decomp.neighbor(me, dir);
         if (nb < 0) continue;
+        if (nb == me) {
+          const std::uint32_t mask = mask_for(dir);
+          SelfAdd a{interior_, {0, 0, 0}, mask};
+          for (int d = 0; d < 3; ++d) {
+            if (dir[d] < 0) {
+              a.box.lo[d] = interior_.lo[d] - ghost[d];
+              a.box.hi[d] = interior_.lo[d];
+            } else if (dir[d] > 0) {
+              a.box.lo[d] = interior_.hi[d];
+              a.box.hi[d] = interior_.hi[d] + ghost[d];
+            }
+            a.shift[d] = -dir[d] * interior_.size(d);
+          }
+          if (mask != 0) self_adds_.push_back(a);
+        }
         if (nb == me && dy == 0 && dz == 0) {  // both x faces wrap onto this rank: one fused copy
           wrap_x_ = true;
           wrap_lo_mask_ = mask_for({-1, 0, 0});
@@ -162,6 +178,69 @@ void HaloExchange::wait() {
 }
 
 
+void HaloExchange::post_reverse(std::size_t elem_bytes) {
+  ScopedTimer t(label_wait_);
+  // The roles of the buffers swap: the ghosts go out of recv_, the neighbours' ghosts come into send_.
+  unsigned char* out = staged_ ? static_cast<unsigned char*>(recv_host_) : recv_.data();
+  unsigned char* in = staged_ ? static_cast<unsigned char*>(send_host_) : send_.data();
+  if (links_.empty()) return;
+  if (staged_) memory::copy_async(exec_, Backend::host, out, exec_.backend(), recv_.data(), total_recv_ * elem_bytes);
+  exec_.synchronize();
+  requests_.assign(2 * links_.size(), MPI_REQUEST_NULL);
+  // Tags above the forward exchange's 0-26: the ghosts of direction d go to the neighbour there,
+  // which receives them on its link of direction 26 - d.
+  constexpr int kReverseTag = 32;
+  for (std::size_t n = 0; n < links_.size(); ++n) {
+    const Link& l = links_[n];
+    const int count = static_cast<int>(static_cast<std::size_t>(l.send_box.volume()) * popcount(l.send_mask) * elem_bytes);
+    mpi_check(MPI_Irecv(in + l.send_offset * elem_bytes, count, MPI_BYTE, l.rank, kReverseTag + 26 - l.direction,
+                        comm_.raw(), &requests_[2 * n]),
+              "MPI_Irecv (halo accumulate)");
+  }
+  for (std::size_t n = 0; n < links_.size(); ++n) {
+    const Link& l = links_[n];
+    const int count = static_cast<int>(static_cast<std::size_t>(l.recv_box.volume()) * popcount(l.recv_mask) * elem_bytes);
+    mpi_check(MPI_Isend(out + l.recv_offset * elem_bytes, count, MPI_BYTE, l.rank, kReverseTag + l.direction,
+                        comm_.raw(), &requests_[2 * n + 1]),
+              "MPI_Isend (halo accumulate)");
+  }
+  reverse_in_flight_ = true;
+}
+
+template <class T>
+void HaloExchange::accumulate_begin(Field<T>& f) {
+  check_field(f.interior(), f.ghost(), f.ncomp(), sizeof(T));
+  if (reverse_in_flight_) throw Error("HaloExchange: accumulate_begin() while an accumulation is in flight");
+  const View<T> v = f.view();
+  T* buf = reinterpret_cast<T*>(recv_.data());
+  for (const Link& l : links_)
+    CUMULUS_KERNEL(exec_, halo_kernels, pack_box<T>)(exec_, label_pack_.c_str(), v, l.recv_box, ncomp_, l.recv_mask,
+                                                     buf + l.recv_offset);
+  post_reverse(sizeof(T));
+}
+
+template <class T>
+void HaloExchange::accumulate_finish(Field<T>& f) {
+  const View<T> v = f.view();
+  // This rank's own periodic images first (the ghosts were packed for the neighbours already), in
+  // direction order, one box at a time: boxes may mirror onto the same interior cells.
+  for (const SelfAdd& a : self_adds_)
+    CUMULUS_KERNEL(exec_, halo_kernels, add_shifted<T>)(exec_, label_self_.c_str(), v, a.box, a.shift, ncomp_, a.mask);
+  if (!reverse_in_flight_) return;
+  {
+    ScopedTimer t(label_wait_);
+    mpi_check(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE),
+              "MPI_Waitall (halo accumulate)");
+  }
+  reverse_in_flight_ = false;
+  if (staged_)
+    memory::copy_async(exec_, exec_.backend(), send_.data(), Backend::host, send_host_, total_send_ * elem_bytes_);
+  const T* buf = reinterpret_cast<const T*>(send_.data());
+  for (const Link& l : links_)
+    CUMULUS_KERNEL(exec_, halo_kernels, add_box<T>)(exec_, label_unpack_.c_str(), v, l.send_box, ncomp_, l.send_mask,
+                                                    buf + l.send_offset);
+}
+
 template <class T>
 HaloTransfer<T> HaloExchange::begin(Field<T>& f) {
   check_field(f.interior(), f.ghost(), f.ncomp(), sizeof(T));
@@ -211,6 +290,13 @@ CUMULUS_INSTANTIATE_HALO(double)
 CUMULUS_INSTANTIATE_HALO(float)
 CUMULUS_INSTANTIATE_HALO(std::uint16_t)
 CUMULUS_INSTANTIATE_HALO(std::int32_t)
+CUMULUS_INSTANTIATE_HALO(std::int64_t)
+#define CUMULUS_INSTANTIATE_ACCUMULATE(T)                \
+  template void HaloExchange::accumulate_begin<T>(Field<T>&); \
+  template void HaloExchange::accumulate_finish<T>(Field<T>&);
+CUMULUS_INSTANTIATE_ACCUMULATE(double)
+CUMULUS_INSTANTIATE_ACCUMULATE(std::int64_t)
+#undef CUMULUS_INSTANTIATE_ACCUMULATE
 #undef CUMULUS_INSTANTIATE_HALO
 
 HaloOverlap::HaloOverlap(const HaloExchange& halo, const Box& box, const Index3& reach, bool split_on_host)

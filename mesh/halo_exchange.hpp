@@ -1,5 +1,5 @@
 #pragma once
-// Halo exchange for fields on a CartesianDecomposition: faces, edges and corners, ghost width 1-3,
+// Halo exchange for fields on a CartesianDecomposition: faces, edges and corners, ghost width 1-12,
 // any number of components, periodic or not per axis. The plan (neighbours, boxes, buffers) is
 // built once; each exchange packs on the backend, posts nonblocking MPI, and is finished later so
 // that interior work overlaps the transfer:
@@ -40,6 +40,8 @@ class [[nodiscard]] HaloTransfer {
 
 class HaloExchange {
  public:
+  // Ghost layers per axis at most (PME's charge grid needs its spline order plus the atoms' drift).
+  static constexpr int kMaxGhost = 12;
   // For fields whose interior is `decomp.box_of(comm.rank())`, with `ghost` layers and `ncomp`
   // components of `elem_bytes` each (the largest element type exchanged with this plan).
   // `force_staging` sends through the host mirror buffers even when it is not needed, so that the
@@ -66,6 +68,24 @@ class HaloExchange {
     begin(f).finish();
   }
 
+  // The reverse, accumulating exchange: every ghost cell's value is added into the interior cell
+  // it mirrors, on whichever rank owns that cell (its own, across a periodic axis that is not
+  // split). For quantities deposited onto a grid from particles near a rank's edge (PME's charge
+  // grid): deposit into interior and ghost cells, then accumulate. Ghost values are left as they
+  // were. Every ghost cell is added exactly once; the adds into a cell come in a fixed order (this
+  // rank's periodic images by direction, then the neighbours' by direction), so with integer
+  // values (a fixed-point grid) the result is the same bits at any rank count and decomposition,
+  // and with doubles the same for a given decomposition. Integer (std::int64_t) and double fields.
+  template <class T>
+  void accumulate_begin(Field<T>& f);
+  template <class T>
+  void accumulate_finish(Field<T>& f);
+  template <class T>
+  void accumulate(Field<T>& f) {
+    accumulate_begin(f);
+    accumulate_finish(f);
+  }
+
   bool staged() const { return staged_; }  // device data through pinned host buffers
   // Neighbour links (faces, edges, corners); a link to this rank itself (a periodic axis that
   // is not split) is a direct copy, not a message.
@@ -87,6 +107,7 @@ class HaloExchange {
   void check_field(const Box& interior, const Index3& ghost, int ncomp, std::size_t elem_bytes) const;
   void post(std::size_t elem_bytes);
   void wait();
+  void post_reverse(std::size_t elem_bytes);
 
   Comm comm_;
   Exec exec_;
@@ -100,6 +121,15 @@ class HaloExchange {
   std::vector<Link> links_;  // to other ranks, through MPI
   SelfCopies self_;       // same-rank copies (a periodic axis not split), done in one launch
   bool wrap_x_ = false;  // the +-x faces are self links, done by one fused kernel
+  // Every self link as (ghost box, shift to the interior cells it mirrors, mask), x faces included,
+  // in direction order: the accumulating exchange adds them one box at a time.
+  struct SelfAdd {
+    Box box;
+    Index3 shift;
+    std::uint32_t mask;
+  };
+  std::vector<SelfAdd> self_adds_;
+  bool reverse_in_flight_ = false;
   std::uint32_t wrap_lo_mask_ = 0, wrap_hi_mask_ = 0;
   std::size_t total_send_ = 0, total_recv_ = 0;
   Buffer<unsigned char> send_, recv_;             // in the backend's memory

@@ -92,6 +92,32 @@ void wrap_x(const Exec& ex, const char* label, const View<T>& v, const Box& inte
       }
   }, static_cast<std::int64_t>(ghost) * (components(lo_mask) + components(hi_mask)));
 }
+// The reverse (accumulating) exchange: a received block of ghost values added into the interior
+// cells they mirror, and a same-rank ghost box added into the interior cells `shift` away. Within
+// one box every target cell is distinct, so the loop has no race; boxes are added one after
+// another, in a fixed order.
+template <class T>
+void add_box(const Exec& ex, const char* label, const View<T>& v, const Box& b, int ncomp, std::uint32_t mask,
+             const T* buf) {
+  const int ni = b.size(0), nj = b.size(1);
+  const std::int64_t vol = b.volume();
+  const int i0 = b.lo[0], j0 = b.lo[1], k0 = b.lo[2];
+  for_each(ex, label, b, [=] CUMULUS_HD(int i, int j, int k) {
+    const std::int64_t idx = (static_cast<std::int64_t>(k - k0) * nj + (j - j0)) * ni + (i - i0);
+    std::int64_t n = 0;
+    for (int c = 0; c < ncomp; ++c)
+      if ((mask >> c) & 1u) v(i, j, k, c) += buf[(n++) * vol + idx];
+  }, components(mask));
+}
+template <class T>
+void add_shifted(const Exec& ex, const char* label, const View<T>& v, const Box& b, const Index3& shift, int ncomp,
+                 std::uint32_t mask) {
+  const int s0 = shift[0], s1 = shift[1], s2 = shift[2];
+  for_each(ex, label, b, [=] CUMULUS_HD(int i, int j, int k) {
+    for (int c = 0; c < ncomp; ++c)
+      if ((mask >> c) & 1u) v(i + s0, j + s1, k + s2, c) += v(i, j, k, c);
+  }, components(mask));
+}
 #define CUMULUS_INSTANTIATE_HALO_KERNELS(T)                                                                     \
   template void pack_box<T>(const Exec&, const char*, const View<T>&, const Box&, int, std::uint32_t, T*);     \
   template void unpack_box<T>(const Exec&, const char*, const View<T>&, const Box&, int, std::uint32_t, const T*); \
@@ -103,7 +129,16 @@ CUMULUS_INSTANTIATE_HALO_KERNELS(double)
 CUMULUS_INSTANTIATE_HALO_KERNELS(float)
 CUMULUS_INSTANTIATE_HALO_KERNELS(std::uint16_t)
 CUMULUS_INSTANTIATE_HALO_KERNELS(std::int32_t)
+CUMULUS_INSTANTIATE_HALO_KERNELS(std::int64_t)
 #undef CUMULUS_INSTANTIATE_HALO_KERNELS
+// Accumulation: integers (order-free, so the same bits at any rank count: PME's fixed-point charge
+// grid) and doubles (a fixed order for a given decomposition).
+#define CUMULUS_INSTANTIATE_HALO_ADD(T)                                                                       \
+  template void add_box<T>(const Exec&, const char*, const View<T>&, const Box&, int, std::uint32_t, const T*); \
+  template void add_shifted<T>(const Exec&, const char*, const View<T>&, const Box&, const Index3&, int, std::uint32_t);
+CUMULUS_INSTANTIATE_HALO_ADD(double)
+CUMULUS_INSTANTIATE_HALO_ADD(std::int64_t)
+#undef CUMULUS_INSTANTIATE_HALO_ADD
 }  // namespace halo_kernels::CUMULUS_PASS
 
 }  // namespace cumulus

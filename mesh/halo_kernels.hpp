@@ -33,7 +33,13 @@ struct SelfCopies {
   void copy_self(const Exec& ex, const char* label, const View<T>& v, const SelfCopies& s, int ncomp);  \
   template <class T>                                                                                 \
   void wrap_x(const Exec& ex, const char* label, const View<T>& v, const Box& interior, int ghost, int ncomp, \
-              std::uint32_t lo_mask, std::uint32_t hi_mask);
+              std::uint32_t lo_mask, std::uint32_t hi_mask);                                                   \
+  template <class T>                                                                                 \
+  void add_box(const Exec& ex, const char* label, const View<T>& v, const Box& b, int ncomp, std::uint32_t mask, \
+               const T* buf);                                                                                    \
+  template <class T>                                                                                 \
+  void add_shifted(const Exec& ex, const char* label, const View<T>& v, const Box& b, const Index3& shift, int ncomp, \
+                   std::uint32_t mask);
 CUMULUS_DECLARE_KERNEL_PASSES(halo_kernels, CUMULUS_HALO_KERNELS)
 #undef CUMULUS_HALO_KERNELS
 

@@ -1,7 +1,8 @@
 // Halo exchange against a serial reference: after an exchange every ghost cell holds the value of
 // the global cell it mirrors (periodic wrap included), and ghost cells beyond a physical boundary
 // are untouched. Every neighbour direction, ghost width 1-3, 1 and 19 components, odd and uneven
-// sizes, periodic and not; run at 1-4 ranks by ctest.
+// sizes, periodic and not; and the accumulating (reverse) exchange, ghost width 1-6. Run at 1-4
+// ranks by ctest.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -112,6 +113,104 @@ TEST_P(HaloTest, MessageCountCoversFacesEdgesCorners) {
     EXPECT_EQ(hc.message_count(), 0);
   }
   EXPECT_EQ(h3.staged(), ex.is_cuda() && !Comm::cuda_aware());
+}
+
+
+namespace {
+// What rank r deposits into cell (i, j, k) of its interior or ghost layers: distinct per rank and
+// cell, so that a ghost added twice, to the wrong cell or not at all changes the sums.
+std::int64_t deposit(int r, int i, int j, int k) {
+  return (r + 1) * std::int64_t{1000003} + (i + 16) * std::int64_t{7} + (j + 16) * std::int64_t{131} + (k + 16) * std::int64_t{8191};
+}
+
+// The accumulating exchange against a brute-force reference: every rank fills its interior and
+// ghost cells; afterwards each interior cell must hold its own deposit plus the deposits of every
+// ghost cell, on any rank, that mirrors it (periodic wrap included; ghosts beyond a physical
+// boundary add nowhere). Returns the number of wrong cells on this rank.
+template <class T>
+std::int64_t run_accumulate(const Index3& cells, int ndim, const std::array<bool, 3>& periodic, int ghost,
+                            const Exec& ex, const Comm& comm, bool force_staging) {
+  const CartesianDecomposition d(cells, periodic, comm.size(), ndim, ghost);
+  const Index3 gw{ghost, ghost, ndim == 3 ? ghost : 0};
+  const int me = comm.rank();
+  const Box box = d.box_of(me);
+  Field<T> f("acc", ex.backend(), box, gw, 1);
+  const View<T> shape = f.view();
+  auto index = [&](int i, int j, int k) {
+    return static_cast<std::size_t>((i - shape.lo0) + (j - shape.lo1) * shape.sj + (k - shape.lo2) * shape.sk);
+  };
+  const Box a = f.allocated();
+  std::vector<T> h(f.buffer().size(), T{0});
+  for (int k = a.lo[2]; k < a.hi[2]; ++k)
+    for (int j = a.lo[1]; j < a.hi[1]; ++j)
+      for (int i = a.lo[0]; i < a.hi[0]; ++i) h[index(i, j, k)] = static_cast<T>(deposit(me, i, j, k));
+  f.buffer().from_host(ex, h);
+  HaloExchange halo(d, comm, ex, gw, 1, sizeof(T), "test.accumulate", force_staging);
+  halo.accumulate(f);
+  h = f.buffer().to_host(ex);
+
+  std::vector<std::int64_t> expect(static_cast<std::size_t>(box.volume()));
+  for (int k = box.lo[2]; k < box.hi[2]; ++k)
+    for (int j = box.lo[1]; j < box.hi[1]; ++j)
+      for (int i = box.lo[0]; i < box.hi[0]; ++i)
+        expect[static_cast<std::size_t>(((k - box.lo[2]) * box.size(1) + (j - box.lo[1])) * box.size(0) + (i - box.lo[0]))] =
+            deposit(me, i, j, k);
+  for (int r = 0; r < comm.size(); ++r) {
+    const Box in = d.box_of(r);
+    Box al = in;
+    for (int dd = 0; dd < 3; ++dd) {
+      al.lo[dd] -= gw[dd];
+      al.hi[dd] += gw[dd];
+    }
+    for (int k = al.lo[2]; k < al.hi[2]; ++k)
+      for (int j = al.lo[1]; j < al.hi[1]; ++j)
+        for (int i = al.lo[0]; i < al.hi[0]; ++i) {
+          if (in.contains(i, j, k)) continue;
+          int g[3] = {i, j, k};
+          bool outside = false;
+          for (int dd = 0; dd < 3; ++dd) {
+            if (g[dd] >= 0 && g[dd] < cells[dd]) continue;
+            if (periodic[dd] && dd < ndim)
+              g[dd] = (g[dd] + cells[dd]) % cells[dd];
+            else
+              outside = true;
+          }
+          if (outside || !box.contains(g[0], g[1], g[2])) continue;
+          expect[static_cast<std::size_t>(((g[2] - box.lo[2]) * box.size(1) + (g[1] - box.lo[1])) * box.size(0) + (g[0] - box.lo[0]))] +=
+              deposit(r, i, j, k);
+        }
+  }
+  std::int64_t wrong = 0;
+  for (int k = box.lo[2]; k < box.hi[2]; ++k)
+    for (int j = box.lo[1]; j < box.hi[1]; ++j)
+      for (int i = box.lo[0]; i < box.hi[0]; ++i)
+        if (h[index(i, j, k)] !=
+            static_cast<T>(expect[static_cast<std::size_t>(((k - box.lo[2]) * box.size(1) + (j - box.lo[1])) * box.size(0) + (i - box.lo[0]))]))
+          ++wrong;
+  return wrong;
+}
+}  // namespace
+
+TEST_P(HaloTest, AccumulateAddsEveryGhostIntoItsOwnerOnce) {
+  CUMULUS_EXEC_OR_SKIP(ex, GetParam());
+  const Comm comm = Comm::world();
+  struct AccCase {
+    Index3 cells;
+    int ndim;
+    std::array<bool, 3> periodic;
+    int ghost;
+  };
+  // Ghost widths up to PME's (spline order plus drift), odd sizes, 2D, and closed axes.
+  const AccCase cases[] = {{{13, 10, 9}, 3, {true, true, true}, 1}, {{13, 10, 9}, 3, {true, true, true}, 2},
+                           {{17, 16, 18}, 3, {true, true, true}, 4}, {{24, 20, 22}, 3, {true, true, true}, 6},
+                           {{12, 11, 1}, 2, {true, true, false}, 3}, {{14, 12, 10}, 3, {false, true, false}, 2}};
+  for (const AccCase& c : cases)
+    for (bool staged : {false, true}) {
+      const std::string what = std::to_string(c.cells[0]) + "x" + std::to_string(c.cells[1]) + "x" +
+                               std::to_string(c.cells[2]) + " ghost " + std::to_string(c.ghost) + (staged ? " staged" : "");
+      EXPECT_EQ(comm.sum(run_accumulate<std::int64_t>(c.cells, c.ndim, c.periodic, c.ghost, ex, comm, staged)), 0) << what;
+      EXPECT_EQ(comm.sum(run_accumulate<double>(c.cells, c.ndim, c.periodic, c.ghost, ex, comm, staged)), 0) << what << " (double)";
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, HaloTest, ::testing::ValuesIn(built_backends()), backend_name);

@@ -1,0 +1,160 @@
+// Kernel bodies of smooth PME (one source per backend pass: core/kernel_pass.hpp). Every atom's
+// deposit is an integer, so the charge grid is the same bits whatever the order of the atomic
+// additions, the thread count or the rank count; the spectral sums are exact (core/exact_sum.hpp);
+// each atom's force reads the same grid values in the same order at any rank count.
+#include <cmath>
+#include <cstdint>
+
+#include "core/atomic.hpp"
+#include "solvers/md/pme_kernels.hpp"
+
+namespace cumulus::md {
+namespace pme_kernels::CUMULUS_PASS {
+
+namespace {
+// An atom's first stencil point along one axis (shifted by a multiple of n into [lo, hi - order]),
+// and its spline weights there; false when no shift puts the stencil inside.
+CUMULUS_HD inline bool stencil_axis(double x, int axis, const PmeStencil& st, int* first, double* w) {
+  const double u = x * st.inv_h[axis];
+  const double fl = ::floor(u);
+  int k0 = static_cast<int>(fl) - st.order + 1;
+  const int n = st.n[axis];
+  if (k0 < st.lo[axis]) k0 += n;
+  if (k0 + st.order > st.hi[axis]) k0 -= n;
+  double m[kPmeMaxOrder];
+  pme_bspline(u - fl, st.order, m, nullptr);
+  // theta_j = M_p(w + p - 1 - j): the spline's values in reverse
+  for (int j = 0; j < st.order; ++j) w[j] = m[st.order - 1 - j];
+  *first = k0;
+  return k0 >= st.lo[axis] && k0 + st.order <= st.hi[axis];
+}
+
+CUMULUS_HD inline bool stencil_axis_d(double x, int axis, const PmeStencil& st, int* first, double* w, double* dw) {
+  const double u = x * st.inv_h[axis];
+  const double fl = ::floor(u);
+  int k0 = static_cast<int>(fl) - st.order + 1;
+  const int n = st.n[axis];
+  if (k0 < st.lo[axis]) k0 += n;
+  if (k0 + st.order > st.hi[axis]) k0 -= n;
+  double m[kPmeMaxOrder], dm[kPmeMaxOrder];
+  pme_bspline(u - fl, st.order, m, dm);
+  for (int j = 0; j < st.order; ++j) {
+    w[j] = m[st.order - 1 - j];
+    dw[j] = dm[st.order - 1 - j];
+  }
+  *first = k0;
+  return k0 >= st.lo[axis] && k0 + st.order <= st.hi[axis];
+}
+}  // namespace
+
+std::int64_t pme_spread(const Exec& ex, const PmeAtoms& a, const PmeStencil& st, const View<std::int64_t>& grid,
+                        double scale) {
+  return reduce(ex, "md.pme_spread", Box(0, 0, 0, a.n, 1, 1), std::int64_t{0}, SumOp{},
+                [=] CUMULUS_HD(int i, int, int) -> std::int64_t {
+                  int k0[3];
+                  double w[3][kPmeMaxOrder];
+                  const double pos[3] = {a.x[i], a.y[i], a.z[i]};
+                  bool inside = true;
+                  for (int d = 0; d < 3; ++d) inside = stencil_axis(pos[d], d, st, &k0[d], w[d]) && inside;
+                  if (!inside) return 1;
+                  const double qs = a.q[i] * scale;
+                  for (int c = 0; c < st.order; ++c) {
+                    const double qz = qs * w[2][c];
+                    for (int b = 0; b < st.order; ++b) {
+                      const double qyz = qz * w[1][b];
+                      for (int t = 0; t < st.order; ++t)
+                        atomic_add(&grid(k0[0] + t, k0[1] + b, k0[2] + c), static_cast<std::int64_t>(::llrint(qyz * w[0][t])));
+                    }
+                  }
+                  return 0;
+                });
+}
+
+void pme_zero(const Exec& ex, const View<std::int64_t>& grid, const Box& box) {
+  for_each(ex, "md.pme_zero", box, [=] CUMULUS_HD(int i, int j, int k) { grid(i, j, k) = 0; });
+}
+
+void pme_to_real(const Exec& ex, const View<std::int64_t>& in, const View<double>& out, const Box& box, double inv_scale) {
+  for_each(ex, "md.pme_to_real", box, [=] CUMULUS_HD(int i, int j, int k) {
+    out(i, j, k) = static_cast<double>(in(i, j, k)) * inv_scale;
+  });
+}
+
+namespace {
+// The influence function G(m) = C exp(-pi^2 m^2 / alpha^2) / (pi V m^2) |b(m)|^2 of spectral cell
+// (i, j, k), m the signed wavenumbers over the box lengths; 0 at m = 0 (tin-foil: no k = 0 term).
+// Also the r2c half spectrum's weight: the cells kx = 0 and kx = Nyquist stand for themselves, the
+// others for themselves and their conjugates.
+CUMULUS_HD inline double influence(const PmeSpectral& sp, int i, int j, int k, double m[3], double* m2, double* weight) {
+  m[0] = sp.k.kx(i) * sp.inv_l[0];
+  m[1] = sp.k.ky(j) * sp.inv_l[1];
+  m[2] = sp.k.kz(k) * sp.inv_l[2];
+  *m2 = m[0] * m[0] + m[1] * m[1] + m[2] * m[2];
+  *weight = (i == 0 || sp.k.nyquist(0, i)) ? 1.0 : 2.0;
+  if (*m2 == 0) return 0.0;
+  return sp.prefactor * ::exp(-sp.pi2_over_alpha2 * *m2) / *m2 * sp.bmod[0][i] * sp.bmod[1][j] * sp.bmod[2][k];
+}
+}  // namespace
+
+PmeSums pme_sums(const Exec& ex, const StridedView<FftComplex<double>>& s, const Box& box, const PmeSpectral& sp) {
+  return reduce(ex, "md.pme_sums", box, PmeSums{}, SumOp{}, [=] CUMULUS_HD(int i, int j, int k) {
+    double m[3], m2, weight;
+    const double g = influence(sp, i, j, k, m, &m2, &weight);
+    PmeSums r;
+    if (g == 0) return r;
+    const FftComplex<double> c = s(i, j, k);
+    // E(m) = G |S|^2 / 2 per full-spectrum cell; the virial W_ab = E (delta_ab - 2 (1 + pi^2 m^2 /
+    // alpha^2) m_a m_b / m^2).
+    const double e = 0.5 * weight * g * (c.re * c.re + c.im * c.im);
+    const double f = 2.0 * (1.0 + sp.pi2_over_alpha2 * m2) / m2;
+    const double unit = 0x1p60;  // 2^-kPmeSumExponent
+    r.s[0] = ExactSum::of_units(e * unit);
+    r.s[1] = ExactSum::of_units(e * (1.0 - f * m[0] * m[0]) * unit);
+    r.s[2] = ExactSum::of_units(e * (1.0 - f * m[1] * m[1]) * unit);
+    r.s[3] = ExactSum::of_units(e * (1.0 - f * m[2] * m[2]) * unit);
+    r.s[4] = ExactSum::of_units(-e * f * m[0] * m[1] * unit);
+    r.s[5] = ExactSum::of_units(-e * f * m[0] * m[2] * unit);
+    r.s[6] = ExactSum::of_units(-e * f * m[1] * m[2] * unit);
+    return r;
+  });
+}
+
+void pme_convolve(const Exec& ex, const StridedView<FftComplex<double>>& s, const Box& box, const PmeSpectral& sp) {
+  for_each(ex, "md.pme_convolve", box, [=] CUMULUS_HD(int i, int j, int k) {
+    double m[3], m2, weight;
+    const double g = influence(sp, i, j, k, m, &m2, &weight);
+    FftComplex<double>& c = s(i, j, k);
+    c.re *= g;
+    c.im *= g;
+  });
+}
+
+void pme_forces(const Exec& ex, const PmeAtoms& a, const PmeStencil& st, const View<double>& phi) {
+  for_each(ex, "md.pme_forces", Box(0, 0, 0, a.n, 1, 1), [=] CUMULUS_HD(int i, int, int) {
+    int k0[3];
+    double w[3][kPmeMaxOrder], dw[3][kPmeMaxOrder];
+    const double pos[3] = {a.x[i], a.y[i], a.z[i]};
+    for (int d = 0; d < 3; ++d) stencil_axis_d(pos[d], d, st, &k0[d], w[d], dw[d]);
+    // dE/du_a = q sum over the stencil of (d theta_a) theta_b theta_c phi; F = -dE/dx = -dE/du N / L.
+    double gx = 0, gy = 0, gz = 0;
+    for (int c = 0; c < st.order; ++c)
+      for (int b = 0; b < st.order; ++b) {
+        double sx = 0, sy = 0;
+        for (int t = 0; t < st.order; ++t) {
+          const double p = phi(k0[0] + t, k0[1] + b, k0[2] + c);
+          sx += dw[0][t] * p;
+          sy += w[0][t] * p;
+        }
+        gx += sx * w[1][b] * w[2][c];
+        gy += sy * dw[1][b] * w[2][c];
+        gz += sy * w[1][b] * dw[2][c];
+      }
+    const double q = a.q[i];
+    a.fx[i] -= q * gx * st.inv_h[0];
+    a.fy[i] -= q * gy * st.inv_h[1];
+    a.fz[i] -= q * gz * st.inv_h[2];
+  });
+}
+
+}  // namespace pme_kernels::CUMULUS_PASS
+}  // namespace cumulus::md

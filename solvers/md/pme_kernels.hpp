@@ -1,0 +1,95 @@
+#pragma once
+// Smooth particle-mesh Ewald (kspace_pme.cpp): the kernels of one reciprocal-space evaluation,
+// declared once per backend pass (pme_kernels.cpp holds the bodies).
+#include <cstdint>
+
+#include "core/exact_sum.hpp"
+#include "core/exec.hpp"
+#include "core/kernel_pass.hpp"
+#include "mesh/fft_kernels.hpp"
+#include "mesh/field.hpp"
+
+namespace cumulus::md {
+
+inline constexpr int kPmeMaxOrder = 6;
+
+// Charged atoms as the PME kernels read them (owned atoms only; backend memory).
+struct PmeAtoms {
+  const double *x = nullptr, *y = nullptr, *z = nullptr, *q = nullptr;
+  double *fx = nullptr, *fy = nullptr, *fz = nullptr;
+  int n = 0;
+};
+
+// Where an atom's spline stencil goes on this rank's part of the grid. Grid point k lies at k L / N;
+// an atom at x (in [0, L)) touches points floor(u) - order + 1 .. floor(u), u = x N / L, shifted by
+// a multiple of N into [lo, hi): this rank's brick and its ghost layers, which hold the stencil of
+// any atom within the drift of its block (checked: `outside` counts the atoms that are not).
+struct PmeStencil {
+  int order = 4;
+  int n[3] = {1, 1, 1};
+  double inv_h[3] = {1, 1, 1};  // N / L
+  int lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+};
+
+// The reciprocal-space sums of one evaluation, each exact (core/exact_sum.hpp) in units of 2^-60:
+// energy, then the virial tensor xx, yy, zz, xy, xz, yz.
+struct PmeSums {
+  ExactSum s[7];
+  CUMULUS_HD friend PmeSums operator+(const PmeSums& a, const PmeSums& b) {
+    PmeSums r;
+    for (int c = 0; c < 7; ++c) r.s[c] = a.s[c] + b.s[c];
+    return r;
+  }
+};
+inline constexpr int kPmeSumExponent = -60;
+
+// The spectral side: the influence function's constants and the B-spline moduli |b(m)|^2 per axis
+// (backend memory, bmod[a][m] for m in 0 .. n[a] - 1).
+struct PmeSpectral {
+  FftWavenumbers k;
+  double inv_l[3] = {1, 1, 1};
+  double pi2_over_alpha2 = 0;  // pi^2 / alpha^2
+  double prefactor = 0;        // coulomb constant / (pi V)
+  const double* bmod[3] = {nullptr, nullptr, nullptr};
+};
+
+// pme_spread: each atom's q theta_x theta_y theta_z, in units of 1 / scale rounded to integers,
+// added atomically into the fixed-point grid (any order: the same bits); returns the atoms whose
+// stencil falls outside [lo, hi). pme_to_real: the interior of the integer grid as doubles.
+// pme_sums: energy and virial over this rank's spectral cells. pme_convolve: the spectrum times the
+// influence function, in place. pme_forces: each atom's force from the convolved grid (ghosts
+// filled), added into f.
+#define CUMULUS_PME_KERNELS                                                                           \
+  std::int64_t pme_spread(const Exec& ex, const PmeAtoms& a, const PmeStencil& st, const View<std::int64_t>& grid, \
+                          double scale);                                                               \
+  void pme_zero(const Exec& ex, const View<std::int64_t>& grid, const Box& box);                         \
+  void pme_to_real(const Exec& ex, const View<std::int64_t>& in, const View<double>& out, const Box& box, double inv_scale); \
+  PmeSums pme_sums(const Exec& ex, const StridedView<FftComplex<double>>& s, const Box& box, const PmeSpectral& sp); \
+  void pme_convolve(const Exec& ex, const StridedView<FftComplex<double>>& s, const Box& box, const PmeSpectral& sp); \
+  void pme_forces(const Exec& ex, const PmeAtoms& a, const PmeStencil& st, const View<double>& phi);
+CUMULUS_DECLARE_KERNEL_PASSES(pme_kernels, CUMULUS_PME_KERNELS)
+#undef CUMULUS_PME_KERNELS
+
+// The values of the cardinal B-spline M_p at w, w + 1, ..., w + p - 1 (w in [0, 1)) into m[0 .. p-1]
+// and, when dm is given, its derivative there (M_p' = M_{p-1}(x) - M_{p-1}(x - 1)). Host and device.
+CUMULUS_HD inline void pme_bspline(double w, int p, double* m, double* dm) {
+  double a[kPmeMaxOrder];
+  a[0] = 1.0;  // M_1(w) = 1 on [0, 1)
+  for (int n = 2; n <= p; ++n) {
+    if (n == p && dm) {
+      dm[0] = a[0];
+      for (int i = 1; i < n - 1; ++i) dm[i] = a[i] - a[i - 1];
+      dm[n - 1] = -a[n - 2];
+    }
+    // M_n(w + i) = ((w + i) M_{n-1}(w + i) + (n - w - i) M_{n-1}(w + i - 1)) / (n - 1), from the top
+    // down so that a[i - 1] is still M_{n-1}'s.
+    const double inv = 1.0 / (n - 1);
+    a[n - 1] = (1.0 - w) * a[n - 2] * inv;  // (n - w - (n - 1)) M_{n-1}(w + n - 2)
+    for (int i = n - 2; i >= 1; --i) a[i] = ((w + i) * a[i] + (n - w - i) * a[i - 1]) * inv;
+    a[0] = w * a[0] * inv;
+  }
+  for (int i = 0; i < p; ++i) m[i] = a[i];
+  if (p == 1 && dm) dm[0] = 0;
+}
+
+}  // namespace cumulus::md
