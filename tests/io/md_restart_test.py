@@ -194,7 +194,7 @@ temperature = 3.0
 dt = 0.002
 pair_style = "lj/cut/coul/long"
 kspace_style = "ewald"
-kspace_tolerance = 1e-4
+kspace_tolerance = 1e-3
 special_lj = [0.5, 0.0, 0.0]
 [output]
 format = "none"
