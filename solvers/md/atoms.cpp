@@ -3,19 +3,32 @@
 
 #include <algorithm>
 
+#include "core/error.hpp"
+#include "core/strings.hpp"
+
 #include "solvers/md/neighbor_list.hpp"
 
 namespace cumulus::md {
 
 using Scalar = ParticleStore::Scalar;
 
-MdAtoms::MdAtoms(const Exec& ex, const std::vector<double>& masses) : store(ex), ex_(&ex) {
+MdAtoms::MdAtoms(const Exec& ex, const std::vector<double>& masses, bool charged, int nspec) : store(ex), ex_(&ex) {
   position = store.add({"position", "sigma", Scalar::f64, 3, true, true, 0});
   velocity = store.add({"velocity", "sigma/tau", Scalar::f64, 3, false, true, 0});
   image = store.add({"image", "box lengths", Scalar::i32, 3, false, true, 0});
   work = store.add({"thermostat_work", "epsilon", Scalar::f64, 1, false, true, 0});  // energy a thermostat took out
   id = store.add({"id", "", Scalar::i64, 1, true, true, 0});
   type = store.add({"type", "", Scalar::i32, 1, true, true, 1});  // 1-based in files, as LAMMPS numbers types
+  if (charged) {
+    charge = store.add({"charge", "e", Scalar::f64, 1, true, true, 0});
+    molecule = store.add({"molecule", "", Scalar::i64, 1, false, true, 0});
+  }
+  if (nspec > 0) {
+    if (nspec > Atoms::kMaxSpecial)
+      throw InputError(strprintf("an atom has %d special partners (1-2, 1-3, 1-4): at most %d are supported", nspec, Atoms::kMaxSpecial));
+    nspecial = nspec;
+    special = store.add({"special", "id * 4 + level", Scalar::i64, nspec, true, true, 0});
+  }
   mass_ = Buffer<double>(ex.backend(), masses.size());
   memory::copy(ex, ex.backend(), mass_.data(), Backend::host, masses.data(), masses.size() * sizeof(double));
 }
@@ -61,6 +74,9 @@ Atoms MdAtoms::view(const NeighborList* list, const double box[3]) const {
   a.id = store.device<std::int64_t>(id);
   a.type = store.device<int>(type);
   a.mass = mass_.data();
+  if (charge >= 0) a.q = store.device<double>(charge);
+  a.nspecial = nspecial;
+  for (int k = 0; k < nspecial; ++k) a.special[k] = store.device<std::int64_t>(special, k);
   a.n = nown();
   if (list) {
     a.start = list->start();

@@ -15,14 +15,20 @@ class NeighborList;
 
 class MdAtoms {
  public:
-  MdAtoms(const Exec& ex, const std::vector<double>& masses);
-  MdAtoms(const Exec&& ex, const std::vector<double>& masses) = delete;  // keeps a pointer to ex
+  // `masses` per type in energy units (mass times mvv2e: units.hpp); `charged`: register the charge
+  // and the molecule id; `nspecial`: columns of special partners (exclusions; 0: none).
+  MdAtoms(const Exec& ex, const std::vector<double>& masses, bool charged = false, int nspecial = 0);
+  MdAtoms(const Exec&& ex, const std::vector<double>& masses, bool charged = false, int nspecial = 0) = delete;  // keeps a pointer to ex
 
   ParticleStore store;
   // Handles of the registered arrays. Positions, ids and types go to ghosts; every array migrates,
   // follows reorders and is checkpointed. A new per-atom quantity (a charge, a molecule id) is one
   // more store.add() where it is introduced.
   int position, velocity, image, work, id, type;
+  // Registered only when the job has charges (-1 otherwise): charge (to ghosts), molecule id;
+  // special partners (to ghosts) when it has exclusions.
+  int charge = -1, molecule = -1, special = -1;
+  int nspecial = 0;
 
   int nown() const { return store.nown(); }
   int nghost() const { return store.nghost(); }

@@ -11,6 +11,7 @@ const std::vector<ForceStyle>& force_styles() {
   static const std::vector<ForceStyle> styles = [] {
     std::vector<ForceStyle> v;
     register_lj_cut(v);
+    register_lj_cut_coul_long(v);
     return v;
   }();
   return styles;

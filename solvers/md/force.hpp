@@ -35,6 +35,16 @@ class ForceTerm {
   // Analytic corrections for the interactions beyond the cutoffs in a uniform fluid, from the
   // number of atoms of each type and the volume: {total energy, pressure}.
   virtual std::pair<double, double> tail(const std::vector<double>& type_counts, double volume) const = 0;
+  // Coulomb styles with a k-space part: the Ewald splitting parameter alpha the k-space chose
+  // (called before the first compute); others ignore it.
+  virtual void set_ewald_alpha(double /*alpha*/) {}
+  // Whether the style has a real-space Coulomb part (and so needs charges and a k-space style).
+  virtual bool coulomb() const { return false; }
+  // The style's energy by term over every atom of every rank (collective; exact sums), for thermo
+  // columns: {name, total}. Empty for a style with one term.
+  virtual std::vector<std::pair<std::string, double>> energy_terms(const Exec& /*ex*/, const Comm& /*comm*/, const Atoms& /*a*/) const {
+    return {};
+  }
 };
 
 struct ForceStyle {
@@ -57,5 +67,6 @@ const ForceStyle& force_style(const std::string& name);
 
 // The styles' register functions, one per file.
 void register_lj_cut(std::vector<ForceStyle>& styles);
+void register_lj_cut_coul_long(std::vector<ForceStyle>& styles);  // lj/cut/coul/long and coul/long
 
 }  // namespace cumulus::md

@@ -10,20 +10,20 @@ namespace cumulus::md {
 namespace {
 class Langevin : public Thermostat {
  public:
-  explicit Langevin(const Setup& s) : t_bath_(s.t_bath), damping_(s.damping), seed_(static_cast<std::uint64_t>(s.seed)) {}
+  explicit Langevin(const Setup& s) : t_bath_(s.t_bath), kT_(s.t_bath * s.units.boltz), damping_(s.damping), seed_(static_cast<std::uint64_t>(s.seed)) {}
   std::string describe() const override {
     return strprintf("; Langevin thermostat (BAOAB) at T %g, damping time %g", t_bath_, damping_);
   }
   void kick_drift(const ThermostatContext& c, double time, double dt) override {
     const double c1 = std::exp(-dt / damping_);
     const std::uint64_t step = static_cast<std::uint64_t>(std::llround(time / dt));
-    CUMULUS_KERNEL(*c.ex, kernels, kick_drift_langevin)(*c.ex, c.atoms(), 0.5 * dt, dt, c1, t_bath_,
+    CUMULUS_KERNEL(*c.ex, kernels, kick_drift_langevin)(*c.ex, c.atoms(), 0.5 * dt, dt, c1, kT_,
                                                         seed_ ^ 0x5DEECE66Dull, step);
   }
   double degrees_of_freedom(double n) const override { return 3.0 * n; }
 
  private:
-  double t_bath_, damping_;
+  double t_bath_, kT_, damping_;
   std::uint64_t seed_;
 };
 }  // namespace

@@ -28,6 +28,8 @@
 #include "solvers/md/md_kernels.hpp"
 #include "solvers/md/neighbor_list.hpp"
 #include "solvers/md/force.hpp"
+#include "solvers/md/kspace.hpp"
+#include "solvers/md/topology.hpp"
 #include "solvers/md/particle_state.hpp"
 #include "solvers/md/rdf.hpp"
 #include "solvers/md/setup.hpp"
@@ -51,12 +53,25 @@ class MdModel : public Model {
         box_(box_lengths(s_, s_.data_file.empty() ? nullptr : &data_)) {
     const bool from_file = !s_.data_file.empty();
     if (from_file) s_.masses = data_.mass;
-    atoms_ = std::make_unique<MdAtoms>(ctx_.exec, s_.masses);
+    // Charges and exclusions: registered only when the job has them (an LJ job's checkpoints stay
+    // as they were).
+    const bool charged = from_file && data_.atom_style != "atomic";
+    if (from_file) special_ = special_partners(data_);
+    std::size_t nspecial = 0;
+    for (const auto& sp : special_) nspecial = std::max(nspecial, sp.size());
+    std::vector<double> internal_mass = s_.masses;  // in energy units: m mvv2e (units.hpp)
+    for (double& m : internal_mass) m *= s_.units.mvv2e;
+    atoms_ = std::make_unique<MdAtoms>(ctx_.exec, internal_mass, charged, static_cast<int>(nspecial));
+    if (charged) {
+      kspace_ = make_kspace(cfg, box_lengths(s_, &data_), charge_totals(data_), coul_cutoff(cfg));
+      if (kspace_) pair_->set_ewald_alpha(kspace_->alpha());
+    }
     domain_ = std::make_unique<AtomDomain>(ctx_.comm, ctx_.exec, decomp_, box_.lengths(), s_.cutoff + s_.skin);
     type_counts_.assign(static_cast<std::size_t>(s_.ntypes), 0.0);
     place_atoms(from_file);
     const bool velocities_given = from_file && data_.has_velocities;
     data_ = DataFile{};  // not needed any more
+    special_.clear();
     ParticleStore& st = atoms_->store;
     if (s_.temperature > 0 && n_total_ > 1 && !velocities_given) {
       double* v[3] = {st.host<double>(atoms_->velocity, 0), st.host<double>(atoms_->velocity, 1), st.host<double>(atoms_->velocity, 2)};
@@ -89,7 +104,8 @@ class MdModel : public Model {
                      "blocks of %d x %d x %d ownership cells in all",
                      static_cast<long long>(n_total_), origin.c_str(), box_.length(0), box_.length(1), box_.length(2), s_.ntypes,
                      types.c_str(), s_.temperature, pair_->describe().c_str(), s_.skin, list_->describe().c_str(),
-                     s_.dt, thermostat_->describe().c_str(), np_, p[0], p[1], p[2], nb[0], nb[1], nb[2]);
+                     s_.dt, thermostat_->describe().c_str(), np_, p[0], p[1], p[2], nb[0], nb[1], nb[2]) +
+           (kspace_ ? kspace_->describe() : std::string()) + "; units " + s_.units.name;
   }
   double preferred_dt() const override { return s_.dt; }
   bool fixed_dt() const override { return true; }
@@ -150,15 +166,18 @@ class MdModel : public Model {
     double pe = thermo_sum(ex, c, a, ThermoSum::energy);
     const double w = thermo_sum(ex, c, a, ThermoSum::virial);
     const double dof = thermostat_->degrees_of_freedom(n);
-    const double T = dof > 0 ? 2 * ke / dof : 0;
+    const Units& u = s_.units;
+    const double T = dof > 0 ? 2 * ke / (dof * u.boltz) : 0;
     double p_virial = w / (3 * V);
     const auto [e_tail, p_tail] = pair_->tail(type_counts_, V);
     pe += e_tail;
     p_virial += p_tail;
-    const double p = dof * T / (3 * V) + p_virial;
+    // Pressure in the units' pressure (atm for real: nktv2p), as LAMMPS prints it.
+    const double p = u.nktv2p * (dof * u.boltz * T / (3 * V) + p_virial);
+    p_virial *= u.nktv2p;
     const double work = thermo_sum(ex, c, a, ThermoSum::work) + thermostat_->energy();
     if (rdf_) rdf_->write(c, ctx_.run_dir, n_total_, rho);
-    return {{"temperature", T},
+    std::vector<std::pair<std::string, double>> rows = {{"temperature", T},
             {"pe_per_atom", pe / n},
             {"ke_per_atom", ke / n},
             {"etotal_per_atom", (pe + ke) / n},
@@ -169,6 +188,13 @@ class MdModel : public Model {
             {"dangerous_builds", static_cast<double>(dangerous_)},
             {"pairs_per_atom", c.sum(list_->pairs()) / n},
             {"ghosts_per_rank", c.sum(static_cast<double>(atoms_->nghost())) / np_}};
+    // Coulomb jobs: each term's total energy (LAMMPS's evdwl is e_vdwl, its ecoul e_coul + e_special,
+    // its elong e_long + e_self + e_background), and the tail correction.
+    for (const auto& t : pair_->energy_terms(ex, c, a)) rows.push_back(t);
+    if (kspace_)
+      for (const auto& t : kspace_->energy_terms()) rows.push_back(t);
+    if (pair_->coulomb()) rows.push_back({"e_tail", e_tail});
+    return rows;
   }
 
   StateDescription state() override {
@@ -191,12 +217,13 @@ class MdModel : public Model {
   // starts at 0, wrapped into it with the image counts kept, ids from 0 (file id - 1), types
   // from 0).
   void place_atoms(bool from_file) {
-    std::vector<std::int64_t> ids;
+    std::vector<std::int64_t> ids, mols;
     std::vector<int> types, img[3];
-    std::vector<double> x[3], v[3];
+    std::vector<double> x[3], v[3], qs;
+    std::vector<std::size_t> rows;  // the data file's row of each kept atom
     auto keep = [&](std::int64_t id, int type, const double p[3], const int im[3], const double* vel) {
       type_counts_[static_cast<std::size_t>(type)] += 1;
-      if (domain_->owner_of(p) != ctx_.comm.rank()) return;
+      if (domain_->owner_of(p) != ctx_.comm.rank()) return false;
       for (int d = 0; d < 3; ++d) {
         x[d].push_back(p[d]);
         v[d].push_back(vel ? vel[d] : 0.0);
@@ -204,6 +231,7 @@ class MdModel : public Model {
       }
       ids.push_back(id);
       types.push_back(type);
+      return true;
     };
     const double* L = box_.lengths();
     if (from_file) {
@@ -221,7 +249,7 @@ class MdModel : public Model {
           p[d] = q;
           vel[d] = data_.v[d][k];
         }
-        keep(data_.id[k] - 1, data_.type[k] - 1, p, im, vel);
+        if (keep(data_.id[k] - 1, data_.type[k] - 1, p, im, vel)) rows.push_back(k);
       }
     } else {
       n_total_ = lattice_atom_count(s_);
@@ -239,6 +267,17 @@ class MdModel : public Model {
     }
     std::memcpy(atoms_->hid(), ids.data(), sizeof(std::int64_t) * n);
     std::memcpy(atoms_->htype(), types.data(), sizeof(int) * n);
+    if (atoms_->charge >= 0)
+      for (int i = 0; i < n; ++i) {
+        const std::size_t k = rows[static_cast<std::size_t>(i)];
+        st.host<double>(atoms_->charge)[i] = data_.q[k];
+        st.host<std::int64_t>(atoms_->molecule)[i] = data_.molecule[k];
+      }
+    for (int c = 0; c < atoms_->nspecial; ++c)
+      for (int i = 0; i < n; ++i) {
+        const std::vector<std::int64_t>& sp = special_[rows[static_cast<std::size_t>(i)]];
+        st.host<std::int64_t>(atoms_->special, c)[i] = static_cast<std::size_t>(c) < sp.size() ? sp[static_cast<std::size_t>(c)] : -1;
+      }
   }
 
   // Forces, and with `energy` the per-atom energies and virials (needed only for thermo rows: the
@@ -252,6 +291,10 @@ class MdModel : public Model {
       pair_->compute(ctx_.exec, a);
     } else {
       pair_->compute(ctx_.exec, a);
+    }
+    if (kspace_) {
+      ScopedTimer timer("md.kspace");
+      kspace_->compute(ctx_.exec, ctx_.comm, a);
     }
   }
 
@@ -342,6 +385,8 @@ class MdModel : public Model {
   Setup s_;
   CartesianDecomposition decomp_;
   std::unique_ptr<ForceTerm> pair_;
+  std::unique_ptr<KSpace> kspace_;
+  std::vector<std::vector<std::int64_t>> special_;  // set-up only: each data file atom's special partners
   SimBox box_;
   std::unique_ptr<MdAtoms> atoms_;
   std::unique_ptr<AtomDomain> domain_;

@@ -24,6 +24,15 @@ struct Atoms {
   const int* type = nullptr;      // per atom, owned and ghosts: 0 .. ntypes - 1
   const double* mass = nullptr;   // per type
   const std::int64_t* id = nullptr;  // global atom ids (the thermostat's random numbers are keyed by them)
+  // Charged atoms (a Coulomb pair style, a data file with charges): the charge of each owned atom
+  // and ghost (null otherwise).
+  const double* q = nullptr;
+  // Special partners (exclusions, topology.hpp): atom i's k-th is special[k][i], encoded as
+  // partner id * 4 + level (1: 1-2, 2: 1-3, 3: 1-4), -1 when unused; nspecial columns, owned atoms
+  // and ghosts, in ascending partner id.
+  static constexpr int kMaxSpecial = 32;
+  const std::int64_t* special[kMaxSpecial] = {};
+  int nspecial = 0;
   const std::int64_t* start = nullptr;  // CSR neighbour list: atom i's neighbours are
   const int* neighbors = nullptr;       // neighbors[start[i] .. start[i + 1])
   int n = 0;

@@ -17,10 +17,10 @@ namespace {
 class NoseHoover : public Thermostat {
  public:
   NoseHoover(const Setup& s, std::int64_t n_total)
-      : m_(s.nhc_length), kT_(s.t_bath), damping_(s.nhc_damping), nf_(3.0 * static_cast<double>(n_total) - 3.0) {}
+      : m_(s.nhc_length), kT_(s.t_bath * s.units.boltz), boltz_(s.units.boltz), damping_(s.nhc_damping), nf_(3.0 * static_cast<double>(n_total) - 3.0) {}
 
   std::string describe() const override {
-    return strprintf("; Nose-Hoover chain of %d at T %g, relaxation time %g (Q1 = %g, Qi = %g)", m_, kT_, damping_, q(0), q(1));
+    return strprintf("; Nose-Hoover chain of %d at T %g, relaxation time %g (Q1 = %g, Qi = %g)", m_, kT_ / boltz_, damping_, q(0), q(1));
   }
   void begin_step(const ThermostatContext& c, double dt) override { half_step(c, dt); }
   void end_step(const ThermostatContext& c, double dt) override { half_step(c, dt); }
@@ -91,7 +91,7 @@ class NoseHoover : public Thermostat {
   }
 
   int m_;
-  double kT_, damping_, nf_;
+  double kT_, boltz_, damping_, nf_;
   std::vector<double> xi_ = std::vector<double>(10, 0.0), v_ = std::vector<double>(10, 0.0);
 };
 }  // namespace

@@ -14,14 +14,6 @@
 
 namespace cumulus::md {
 
-namespace {
-
-// The parameters of one type pair.
-struct LjPair {
-  double epsilon = 0, sigma = 0, cutoff = 0;
-  bool explicit_pair = false;
-};
-
 // Every type pair's parameters (row-major, symmetric), from the job: the md.pairs.<name> tables
 // first; a type with itself not given takes md.epsilon, md.sigma, md.cutoff; a pair of two types
 // not given is mixed by md.mixing (Lorentz-Berthelot: eps = sqrt(eps_a eps_b), sigma and cutoff
@@ -73,6 +65,8 @@ std::vector<LjPair> lj_pairs(const Config& cfg, int nt) {
     }
   return p;
 }
+
+namespace {
 
 class LjCut : public ForceTerm {
  public:

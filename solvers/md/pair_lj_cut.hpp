@@ -2,6 +2,9 @@
 // The lj/cut force term's coefficient table and kernels (pair_lj_cut.cpp is the term itself,
 // pair_lj_cut_kernels.cpp the kernel bodies), declared once per backend pass.
 #include <cstdint>
+#include <vector>
+
+#include "core/config.hpp"
 
 #include "core/exact_sum.hpp"
 #include "core/exec.hpp"
@@ -15,6 +18,14 @@ namespace cumulus::md {
 struct LjCoefficients {
   double cut2 = 0, lj1 = 0, lj2 = 0, lj3 = 0, lj4 = 0, offset = 0;
 };
+// The parameters of one type pair, and every pair's from the job's keys (md.epsilon, md.sigma,
+// md.cutoff, [md.pairs.*], md.mixing), row-major: lj/cut's, and lj/cut/coul/long's LJ part.
+struct LjPair {
+  double epsilon = 0, sigma = 0, cutoff = 0;
+  bool explicit_pair = false;
+};
+std::vector<LjPair> lj_pairs(const Config& cfg, int ntypes);
+
 // The table of every type pair, row-major (pair (a, b) at a * ntypes + b), in backend memory.
 struct LjTable {
   const LjCoefficients* c = nullptr;

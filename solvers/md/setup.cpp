@@ -9,6 +9,7 @@
 #include "core/strings.hpp"
 #include "solvers/md/lattice.hpp"
 #include "solvers/md/force.hpp"
+#include "solvers/md/kspace.hpp"
 
 namespace cumulus::md {
 
@@ -49,6 +50,8 @@ Setup read_setup(const Config& cfg, int file_types) {
   s.rdf_bins = cfg.get<std::int64_t>("md.rdf_bins");
   s.rdf_range = cfg.get<double>("md.rdf_range");
   s.data_file = data_file_path(cfg);
+  s.units = units_named(cfg.get<std::string>("md.units"));
+  s.kspace_style = cfg.get<std::string>("md.kspace_style");
   // The interaction range: the pair style's longest cutoff (only when the types are consistent;
   // check() reports them first).
   if (static_cast<int>(s.masses.size()) == s.ntypes) s.cutoff = force_style(s.pair_style).reach(cfg, s.ntypes);
@@ -112,7 +115,11 @@ void declare_keys(Schema& s) {
       .def(std::string("lj/cut"))
       .one_of(styles);
   for (const ForceStyle& p : force_styles()) p.declare_keys(s);
-  s.key("md.dt", ValueType::real, "Time step (reduced time units, tau)").def(0.005).positive();
+  s.key("md.dt", ValueType::real, "Time step (tau in lj units, fs in real units)").def(0.005).positive();
+  s.key("md.units", ValueType::string,
+        "Unit system, as LAMMPS's units command: lj (reduced) or real (Angstrom, fs, kcal/mol, g/mol, e, K, atm)")
+      .def(std::string("lj"))
+      .one_of({"lj", "real"});
   s.key("md.data_file", ValueType::string,
         "A LAMMPS data file (atom_style atomic, orthogonal box) to start from instead of a lattice; its Masses "
         "replace md.mass, its Velocities (if any) md.temperature. Relative to the job file's directory")
@@ -136,6 +143,7 @@ void declare_keys(Schema& s) {
       .positive();
   s.key("md.nhc_length", ValueType::integer, "Thermostats in the Nose-Hoover chain").def(std::int64_t{3}).at_least(1).at_most(10);
   s.key("md.langevin_damping", ValueType::real, "Langevin damping time 1/gamma (tau)").def(1.0).positive();
+  declare_kspace_keys(s);
   s.key("md.thermostat_temperature", ValueType::real, "Bath temperature of the thermostat (-1: md.temperature)")
       .def(-1.0)
       .at_least(-1);
@@ -164,6 +172,37 @@ Index3 owner_cells(const Setup& s, const std::array<double, 3>& L) {
 CartesianDecomposition make_decomposition(const Setup& s, const std::array<double, 3>& L, int nranks) {
   return CartesianDecomposition(owner_cells(s, L), {true, true, true}, nranks, 3, kOwnerCellsPerReach);
 }
+
+ChargeTotals charge_totals(const DataFile& d) {
+  ChargeTotals c;
+  c.natoms = static_cast<double>(d.natoms);
+  for (double q : d.q) {
+    c.qsum += q;
+    c.qsqsum += q * q;
+  }
+  return c;
+}
+
+double coul_cutoff(const Config& cfg) {
+  const double rc = cfg.get<double>("md.coul_cutoff");
+  return rc > 0 ? rc : cfg.get<double>("md.cutoff");
+}
+
+namespace {
+// A Coulomb pair style needs charges (a data file of atom_style charge or full) and a k-space
+// style; a k-space style needs a Coulomb pair style. Then the k-space's own checks.
+void check_charges(const Config& cfg, const DataFile* data) {
+  const std::string pair = cfg.get<std::string>("md.pair_style"), kspace = cfg.get<std::string>("md.kspace_style");
+  const bool coulomb = pair.find("coul") != std::string::npos;
+  if (kspace != "none" && !coulomb)
+    cfg.fail("md.kspace_style", "is " + kspace + ", but the pair style " + pair + " has no Coulomb term (lj/cut/coul/long, coul/long)");
+  if (!coulomb) return;
+  if (!data || data->atom_style == "atomic")
+    cfg.fail("md.data_file", "pair style " + pair + " needs charges: a LAMMPS data file of atom_style charge or full");
+  const std::array<double, 3> L{data->hi[0] - data->lo[0], data->hi[1] - data->lo[1], data->hi[2] - data->lo[2]};
+  check_kspace(cfg, L, charge_totals(*data), coul_cutoff(cfg));
+}
+}  // namespace
 
 void check(const Config& cfg, int nranks) {
   const auto c = cfg.get<std::vector<std::int64_t>>("md.cells");
@@ -201,6 +240,7 @@ void check(const Config& cfg, int nranks) {
   }
   const ForceStyle& style = force_style(cfg.get<std::string>("md.pair_style"));
   style.check(cfg, ntypes);
+  check_charges(cfg, from_file ? &data : nullptr);
   const Setup s = read_setup(cfg, from_file ? data.ntypes : 0);
   const std::array<double, 3> L = box_lengths(s, from_file ? &data : nullptr);
   double natoms = from_file ? static_cast<double>(data.natoms) : static_cast<double>(basis(s.lattice).size());

@@ -9,6 +9,7 @@
 #include "core/config.hpp"
 #include "mesh/decomposition.hpp"
 #include "solvers/md/data_file.hpp"
+#include "solvers/md/units.hpp"
 
 namespace cumulus::md {
 
@@ -30,6 +31,8 @@ struct Setup {
   bool neighbor_check = true;
   std::string neighbor_build = "auto";
   double rdf_range = 0;
+  Units units;  // md.units: lj or real (units.hpp)
+  std::string kspace_style = "none";
 };
 
 void declare_keys(Schema& s);
@@ -42,6 +45,11 @@ std::string data_file_path(const Config& cfg);
 Setup read_setup(const Config& cfg, int file_types);
 // The box lengths: the lattice's, or the data file's.
 std::array<double, 3> box_lengths(const Setup& s, const DataFile* data);
+// The charges of a data file, summed in file order (the same numbers on every rank).
+struct ChargeTotals;
+ChargeTotals charge_totals(const DataFile& d);
+// The real-space Coulomb cutoff: md.coul_cutoff, or md.cutoff where it is 0.
+double coul_cutoff(const Config& cfg);
 // Ownership cells and their split over ranks (setup.cpp says why they are finer than the list's bins).
 CartesianDecomposition make_decomposition(const Setup& s, const std::array<double, 3>& L, int nranks);
 

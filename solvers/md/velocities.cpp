@@ -22,7 +22,7 @@ void initial_velocities(const Setup& s, std::int64_t n_total, const Comm& comm, 
   // Gaussian components of variance kT / m (unit variance, divided by sqrt(m)) by Box-Muller.
   double p[3] = {0, 0, 0}, msum = 0;
   for (int i = 0; i < n; ++i) {
-    const double m = s.masses[static_cast<std::size_t>(type[i])];
+    const double m = s.masses[static_cast<std::size_t>(type[i])] * s.units.mvv2e;  // in energy units (units.hpp)
     msum += m;
     for (int d = 0; d < 3; ++d) {
       const std::uint64_t aid = static_cast<std::uint64_t>(id[i]);
@@ -41,13 +41,13 @@ void initial_velocities(const Setup& s, std::int64_t n_total, const Comm& comm, 
   for (int d = 0; d < 3; ++d) mean[d] = round_to(comm.sum(p[d]) / mtotal);
   double ke2 = 0;
   for (int i = 0; i < n; ++i) {
-    const double m = s.masses[static_cast<std::size_t>(type[i])];
+    const double m = s.masses[static_cast<std::size_t>(type[i])] * s.units.mvv2e;  // in energy units (units.hpp)
     for (int d = 0; d < 3; ++d) {
       v[d][i] -= mean[d];
       ke2 += m * v[d][i] * v[d][i];
     }
   }
-  const double scale = round_to(std::sqrt(s.temperature * (3.0 * n_total - 3) / comm.sum(ke2)));
+  const double scale = round_to(std::sqrt(s.temperature * s.units.boltz * (3.0 * n_total - 3) / comm.sum(ke2)));
   for (int d = 0; d < 3; ++d)
     for (int i = 0; i < n; ++i) v[d][i] *= scale;
 }

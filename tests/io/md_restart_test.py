@@ -167,4 +167,48 @@ r.check(rc1 == 0 and rc2 == 0 and os.path.exists(path + ".damaged") and "could n
 if rc2 == 0:
     steps = list(traj("tr_bad")["particles/all/position/step"])
     r.check(steps == [60, 80], "h5md: the new trajectory goes on from the first frame after the restart", str(steps))
+
+# Charges with the Ewald sum and exclusions (a data file of atom_style full: 512 ions of charge
+# +-1, every two along x bonded, their Coulomb excluded with the k-space correction, their LJ at
+# half strength): straight against N steps, checkpoint, restart, N steps, 1 -> 1 and 2 -> 3 ranks.
+# The charges and special partners come back from the checkpoint with their atoms.
+m, a = 8, 1.25
+with open(os.path.join(d, "ions.data"), "w") as f:
+    f.write(f"ions\n\n{m ** 3} atoms\n2 atom types\n{m ** 3 // 2} bonds\n1 bond types\n\n" +
+            "".join(f"0 {m * a!r} {x}lo {x}hi\n" for x in "xyz") + "\nMasses\n\n1 1\n2 1.5\n\nAtoms # full\n\n")
+    k = 0
+    for z in range(m):
+        for y in range(m):
+            for x in range(m):
+                pos = (x + y + z) % 2 == 0
+                f.write(f"{k + 1} {k // 2 + 1} {1 if pos else 2} {1.0 if pos else -1.0} {x * a!r} {y * a!r} {z * a!r}\n")
+                k += 1
+    f.write("\nBonds\n\n" + "".join(f"{b + 1} 1 {2 * b + 1} {2 * b + 2}\n" for b in range(k // 2)))
+with open(os.path.join(d, "ewald.toml"), "w") as f:
+    f.write("""solver = "md"
+[run]
+end_step = 80
+[md]
+data_file = "ions.data"
+temperature = 3.0
+dt = 0.002
+pair_style = "lj/cut/coul/long"
+kspace_style = "ewald"
+kspace_tolerance = 1e-3
+special_lj = [0.5, 0.0, 0.0]
+[output]
+format = "none"
+""")
+rc, out = run(["run", "ewald.toml", "--set", "run.directory=ref_ewald"], d)
+r.check(rc == 0, "ewald.toml: reference run", out)
+for first, second in ((1, 1), (2, 3)):
+    name = f"rs{first}{second}_ewald"
+    rc1, out1 = run(["run", "ewald.toml", "--set", f"run.directory={name}", "--set", f"run.end_step={N}"], d, ranks=first)
+    rc2, out2 = run(["run", "ewald.toml", "--set", f"run.directory={name}", "--restart", "auto"], d, ranks=second)
+    ok = rc == 0 and rc1 == 0 and rc2 == 0
+    r.check(ok, f"ewald.toml: N steps on {first} rank(s), then restart to 2N on {second}", out1 + out2)
+    if ok:
+        for field in ("position", "velocity", "image", "charge", "molecule", "special"):
+            r.check(by_id("ref_ewald", field).tobytes() == by_id(name, field).tobytes(),
+                    f"ewald.toml: {field} bit-identical after restart {first} -> {second} ranks")
 r.finish()

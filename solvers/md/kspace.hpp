@@ -1,0 +1,47 @@
+#pragma once
+// The k-space part of long-range electrostatics (md.kspace_style): the reciprocal-space sum that
+// completes a Coulomb pair style's real-space erfc(alpha r)/r. One interface, so that PME comes in
+// as another file beside kspace_ewald.cpp.
+#include <array>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/comm.hpp"
+#include "core/config.hpp"
+#include "core/exec.hpp"
+#include "solvers/md/md_kernels.hpp"
+#include "solvers/md/units.hpp"
+
+namespace cumulus::md {
+
+class KSpace {
+ public:
+  virtual ~KSpace() = default;
+  virtual std::string describe() const = 0;
+  // The Ewald splitting parameter (the pair style's erfc(alpha r) takes it).
+  virtual double alpha() const = 0;
+  // Adds the k-space forces to the owned atoms' (a.fx ..), and with a.energy each owned atom's
+  // share of the k-space, self and background energies to a.pe and of their virial to a.virial.
+  // Collective; the same bits at any rank count.
+  virtual void compute(const Exec& ex, const Comm& comm, const Atoms& a) = 0;
+  // The virial tensor of the last compute (xx yy zz xy xz yz), the same on every rank.
+  virtual std::array<double, 6> virial_tensor() const = 0;
+  // The energies of the last compute by term: {"e_long" (reciprocal sum), "e_self", "e_background"}.
+  virtual std::vector<std::pair<std::string, double>> energy_terms() const = 0;
+};
+
+// The system's charges, summed exactly over every atom (the same numbers at any rank count).
+struct ChargeTotals {
+  double natoms = 0, qsum = 0, qsqsum = 0;
+};
+
+void declare_kspace_keys(Schema& s);
+// Checks of the k-space keys against the box and the charges (cfg.fail: exit 2).
+void check_kspace(const Config& cfg, const std::array<double, 3>& box, const ChargeTotals& charges, double coul_cutoff);
+// The job's k-space term (null for md.kspace_style = "none").
+std::unique_ptr<KSpace> make_kspace(const Config& cfg, const std::array<double, 3>& box, const ChargeTotals& charges,
+                                    double coul_cutoff);
+
+}  // namespace cumulus::md

@@ -1,0 +1,184 @@
+// The lj/cut/coul/long and coul/long force terms: Lennard-Jones (lj/cut's coefficients and keys)
+// plus the real-space part of an Ewald sum, qqr2e q_i q_j erfc(alpha r) / r, with special pairs
+// (exclusions) scaled and corrected; the k-space part is md.kspace_style's (kspace_ewald.cpp).
+#include "solvers/md/force.hpp"
+#include "solvers/md/pair_lj_cut_coul_long.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/error.hpp"
+#include "core/memory.hpp"
+#include "core/strings.hpp"
+#include "solvers/md/units.hpp"
+
+namespace cumulus::md {
+
+namespace {
+
+double coul_cutoff(const Config& cfg) {
+  const double rc = cfg.get<double>("md.coul_cutoff");
+  return rc > 0 ? rc : cfg.get<double>("md.cutoff");
+}
+
+class CoulLong : public ForceTerm {
+ public:
+  CoulLong(const Config& cfg, int nt, const Exec& ex, bool with_lj) : nt_(nt), with_lj_(with_lj) {
+    p_.qqr2e = units_named(cfg.get<std::string>("md.units")).qqr2e;
+    rc_ = coul_cutoff(cfg);
+    p_.cut2 = rc_ * rc_;
+    p_.lj = with_lj;
+    const auto slj = cfg.get<std::vector<double>>("md.special_lj"), sc = cfg.get<std::vector<double>>("md.special_coul");
+    for (int l = 0; l < 3; ++l) {
+      p_.special_lj[l + 1] = slj[static_cast<std::size_t>(l)];
+      p_.special_coul[l + 1] = sc[static_cast<std::size_t>(l)];
+    }
+    std::vector<LjCoefficients> c(static_cast<std::size_t>(nt) * nt);
+    if (with_lj) {
+      pairs_ = lj_pairs(cfg, nt);
+      const bool shift = cfg.get<bool>("md.shift");
+      for (std::size_t k = 0; k < pairs_.size(); ++k) {
+        const LjPair& q = pairs_[k];
+        const double s6 = std::pow(q.sigma, 6), s12 = s6 * s6, e = q.epsilon;
+        c[k] = {q.cutoff * q.cutoff, 48 * e * s12, 24 * e * s6, 4 * e * s12, 4 * e * s6, 0};
+        if (shift) {
+          const double r6 = s6 / std::pow(q.cutoff, 6);
+          c[k].offset = 4 * e * (r6 * r6 - r6);
+        }
+      }
+      tail_ = cfg.get<bool>("md.tail_correction");
+    }
+    table_ = Buffer<LjCoefficients>(ex.backend(), c.size());
+    memory::copy(ex, ex.backend(), table_.data(), Backend::host, c.data(), c.size() * sizeof(LjCoefficients));
+  }
+
+  std::string describe() const override {
+    std::string out = with_lj_ ? "lj/cut/coul/long (Lennard-Jones" : "coul/long (";
+    if (with_lj_)
+      for (int a = 0; a < nt_; ++a)
+        for (int b = a; b < nt_; ++b) {
+          const LjPair& q = pairs_[static_cast<std::size_t>(a) * nt_ + b];
+          out += strprintf(" %d-%d: eps %g sigma %g cutoff %g;", a + 1, b + 1, q.epsilon, q.sigma, q.cutoff);
+        }
+    out += strprintf("%s Coulomb erfc(alpha r)/r, cutoff %g, alpha %.10g, qqr2e %.10g; special lj %g %g %g, coul %g %g %g)",
+                     with_lj_ ? "" : "", rc_, p_.alpha, p_.qqr2e, p_.special_lj[1], p_.special_lj[2], p_.special_lj[3],
+                     p_.special_coul[1], p_.special_coul[2], p_.special_coul[3]);
+    return out;
+  }
+
+  double reach() const override {
+    double m = rc_;
+    for (const LjPair& q : pairs_) m = std::max(m, q.cutoff);
+    return m;
+  }
+  bool coulomb() const override { return true; }
+  void set_ewald_alpha(double alpha) override { p_.alpha = alpha; }
+
+  void compute(const Exec& ex, const Atoms& a) const override {
+    if (a.half)
+      coul_kernels::host_pass::coul_forces_half(a, table(), p_);
+    else
+      CUMULUS_KERNEL(ex, coul_kernels, coul_forces)(ex, a, table(), p_);
+  }
+
+  std::array<double, 6> virial_tensor(const Exec& ex, const Comm& comm, const Atoms& a) const override {
+    std::array<double, 6> w{};
+    for (int c = 0; c < 6; ++c) w[static_cast<std::size_t>(c)] = sum(ex, comm, a, c);
+    return w;
+  }
+
+  std::vector<std::pair<std::string, double>> energy_terms(const Exec& ex, const Comm& comm, const Atoms& a) const override {
+    return {{"e_vdwl", sum(ex, comm, a, 6)}, {"e_coul", sum(ex, comm, a, 7)}, {"e_special", sum(ex, comm, a, 8)}};
+  }
+
+  // lj/cut's tail corrections for the LJ part (Allen & Tildesley; pair_lj_cut.cpp).
+  std::pair<double, double> tail(const std::vector<double>& n, double V) const override {
+    if (!tail_) return {0, 0};
+    double e = 0, p = 0;
+    for (int a = 0; a < nt_; ++a)
+      for (int b = 0; b < nt_; ++b) {
+        const LjPair& q = pairs_[static_cast<std::size_t>(a) * nt_ + b];
+        const double sr3 = std::pow(q.sigma / q.cutoff, 3), sr9 = sr3 * sr3 * sr3, s3 = std::pow(q.sigma, 3);
+        const double nn = n[static_cast<std::size_t>(a)] * n[static_cast<std::size_t>(b)] * q.epsilon * s3;
+        e += nn * (sr9 / 3 - sr3);
+        p += nn * (2.0 / 3 * sr9 - sr3);
+      }
+    return {8.0 / 3.0 * M_PI / V * e, 16.0 / 3.0 * M_PI / (V * V) * p};
+  }
+
+ private:
+  LjTable table() const { return LjTable{table_.data(), nt_}; }
+  // Units of 2^-60 (terms up to 2^99): far below any energy's or virial's rounding.
+  double sum(const Exec& ex, const Comm& comm, const Atoms& a, int which) const {
+    constexpr int kExp = -60;
+    ExactSum s = CUMULUS_KERNEL(ex, coul_kernels, coul_sum)(ex, a, table(), p_, which, kExp);
+    comm.sum_in_place(s.words(), ExactSum::kWords);
+    double v;
+    if (!s.value_rounded(kExp, &v)) v = std::numeric_limits<double>::quiet_NaN();
+    return v;
+  }
+
+  int nt_;
+  bool with_lj_, tail_ = false;
+  double rc_ = 0;
+  CoulParams p_;
+  std::vector<LjPair> pairs_;
+  Buffer<LjCoefficients> table_;
+};
+
+void coul_keys(Schema& s) {
+  s.key("md.coul_cutoff", ValueType::real,
+        "lj/cut/coul/long, coul/long: cutoff of the real-space Coulomb term (0: md.cutoff)")
+      .def(0.0)
+      .at_least(0);
+  s.key("md.special_lj", ValueType::real_array,
+        "Factors of the LJ term of 1-2, 1-3 and 1-4 pairs of the bond topology (LAMMPS's special_bonds lj; 0: excluded)")
+      .def(std::vector<double>{0, 0, 0})
+      .length(3, 3)
+      .at_least(0);
+  s.key("md.special_coul", ValueType::real_array,
+        "Factors of the Coulomb term of 1-2, 1-3 and 1-4 pairs (LAMMPS's special_bonds coul; 0: excluded, with the "
+        "k-space's correction -qq erf(alpha r)/r for what the k-space sum holds of them)")
+      .def(std::vector<double>{0, 0, 0})
+      .length(3, 3)
+      .at_least(0);
+}
+
+void coul_check(const Config& cfg, int nt, bool with_lj) {
+  if (cfg.get<std::string>("md.kspace_style") == "none")
+    cfg.fail("md.kspace_style", "is none, but the pair style " + cfg.get<std::string>("md.pair_style") +
+                                    " is the real-space part of an Ewald sum: choose ewald");
+  for (double f : cfg.get<std::vector<double>>("md.special_coul"))
+    if (f > 1) cfg.fail("md.special_coul", "factors are between 0 and 1");
+  if (!with_lj) return;
+  const std::vector<LjPair> p = lj_pairs(cfg, nt);
+  for (const LjPair& q : p)
+    if (q.sigma / q.cutoff > 2) cfg.fail("md.cutoff", strprintf("an LJ cutoff %g is less than half of its sigma %g", q.cutoff, q.sigma));
+}
+
+double coul_reach(const Config& cfg, int nt, bool with_lj) {
+  double m = coul_cutoff(cfg);
+  if (with_lj)
+    for (const LjPair& q : lj_pairs(cfg, nt)) m = std::max(m, q.cutoff);
+  return m;
+}
+
+}  // namespace
+
+void register_lj_cut_coul_long(std::vector<ForceStyle>& styles) {
+  styles.push_back({"lj/cut/coul/long", "Lennard-Jones (lj/cut's keys) plus the real-space Coulomb of an Ewald sum", coul_keys,
+                    [](const Config& cfg, int nt) { coul_check(cfg, nt, true); },
+                    [](const Config& cfg, int nt) { return coul_reach(cfg, nt, true); },
+                    [](const Config& cfg, int nt, const Exec& ex) -> std::unique_ptr<ForceTerm> {
+                      return std::make_unique<CoulLong>(cfg, nt, ex, true);
+                    }});
+  styles.push_back({"coul/long", "the real-space Coulomb of an Ewald sum alone (keys: lj/cut/coul/long's)", [](Schema&) {},
+                    [](const Config& cfg, int nt) { coul_check(cfg, nt, false); },
+                    [](const Config& cfg, int nt) { return coul_reach(cfg, nt, false); },
+                    [](const Config& cfg, int nt, const Exec& ex) -> std::unique_ptr<ForceTerm> {
+                      return std::make_unique<CoulLong>(cfg, nt, ex, false);
+                    }});
+}
+
+}  // namespace cumulus::md

@@ -1,0 +1,76 @@
+#pragma once
+// The lj/cut/coul/long and coul/long force terms' parameters and kernels (pair_lj_cut_coul_long.cpp
+// is the term, pair_lj_cut_coul_long_kernels.cpp the kernel bodies), declared once per backend pass.
+#include <math.h>
+
+#include "core/exact_sum.hpp"
+#include "core/exec.hpp"
+#include "core/kernel_pass.hpp"
+#include "solvers/md/md_kernels.hpp"
+#include "solvers/md/pair_lj_cut.hpp"
+
+namespace cumulus::md {
+
+// The real-space Coulomb part: qqr2e q_i q_j erfc(alpha r) / r inside cut2; special pairs
+// (1-2, 1-3, 1-4: levels 1-3) scale LJ by special_lj[level] and Coulomb by special_coul[level]
+// (level 0: a plain pair, factor 1). `lj`: whether there is an LJ part (lj/cut/coul/long).
+struct CoulParams {
+  double qqr2e = 1, alpha = 0, cut2 = 0;
+  double special_lj[4] = {1, 0, 0, 0}, special_coul[4] = {1, 0, 0, 0};
+  bool lj = true;
+};
+
+// One pair's terms: F(r) / r, LJ energy, real-space Coulomb energy of the pair as scaled
+// (special_coul erfc part), and the correction for the part a special pair leaves out of the
+// k-space sum: -(1 - special_coul) qqr2e q_i q_j erf(alpha r) / r (NIST's "intramolecular" term for
+// an excluded pair). As LAMMPS's pair lj/cut/coul/long computes them, with the exact erfc.
+struct CoulTerms {
+  double fpair = 0, evdwl = 0, ecoul = 0, ecorr = 0;
+};
+CUMULUS_HD inline CoulTerms coul_pair(const LjCoefficients& lj, const CoulParams& p, double r2, double qiqj, int level) {
+  CoulTerms t;
+  double force = 0;
+  if (r2 < p.cut2) {
+    const double r = sqrt(r2), grij = p.alpha * r, expm2 = exp(-grij * grij), erfc_ = erfc(grij);
+    const double prefactor = p.qqr2e * qiqj / r;
+    const double fc = p.special_coul[level];
+    // 2 / sqrt(pi) = 1.1283791670955126
+    force = prefactor * (erfc_ + 1.1283791670955126 * grij * expm2);
+    t.ecoul = fc * prefactor * erfc_;
+    if (fc < 1) {
+      force -= (1 - fc) * prefactor;
+      t.ecorr = -(1 - fc) * prefactor * (1 - erfc_);
+    }
+  }
+  if (p.lj && r2 < lj.cut2) {
+    const double fl = p.special_lj[level];
+    const double r2i = 1.0 / r2, r6i = r2i * r2i * r2i;
+    force += fl * r6i * (lj.lj1 * r6i - lj.lj2);
+    t.evdwl = fl * (r6i * (lj.lj3 * r6i - lj.lj4) - lj.offset);
+  }
+  t.fpair = force / r2;
+  return t;
+}
+
+// Atom i's special level for partner id idj (0: none), by a scan of its list.
+CUMULUS_HD inline int special_level(const Atoms& a, int i, std::int64_t idj) {
+  for (int k = 0; k < a.nspecial; ++k) {
+    const std::int64_t v = a.special[k][i];
+    if (v >= 0 && (v >> 2) == idj) return static_cast<int>(v & 3);
+  }
+  return 0;
+}
+
+// coul_forces: forces (and with a.energy, per-atom energies and virials: half of each pair's) over
+// a full list on either backend; coul_forces_half: over the host's half list. coul_sum: one sum over
+// the owned atoms of every rank's share (half of each pair's), exactly in units of 2^e: `which`
+// 0-5 the virial tensor's components (xx yy zz xy xz yz), 6 LJ energy, 7 real-space Coulomb, 8
+// the special pairs' correction.
+#define CUMULUS_COUL_KERNELS                                                                          \
+  void coul_forces(const Exec& ex, const Atoms& a, const LjTable& lj, const CoulParams& p);           \
+  void coul_forces_half(const Atoms& a, const LjTable& lj, const CoulParams& p);                      \
+  ExactSum coul_sum(const Exec& ex, const Atoms& a, const LjTable& lj, const CoulParams& p, int which, int e);
+CUMULUS_DECLARE_KERNEL_PASSES(coul_kernels, CUMULUS_COUL_KERNELS)
+#undef CUMULUS_COUL_KERNELS
+
+}  // namespace cumulus::md

@@ -1,0 +1,19 @@
+#pragma once
+// Special pairs (exclusions) of the md solver, from a data file's bond topology: for each atom, its
+// 1-2 partners (bonded), 1-3 (two bonds away) and 1-4 (three bonds away), as LAMMPS's
+// special_bonds finds them from the bond graph. The pair styles scale a special pair's terms by
+// md.special_lj / md.special_coul (one factor per level; default 0 0 0: excluded), and a Coulomb
+// pair with k-space takes the k-space's correction for what it leaves out (pair_lj_cut_coul_long).
+#include <cstdint>
+#include <vector>
+
+#include "solvers/md/data_file.hpp"
+
+namespace cumulus::md {
+
+// special[k] (k indexing d.id) lists atom k's partners, each as (partner id - 1) * 4 + level
+// (level 1: 1-2, 2: 1-3, 3: 1-4; the closest level when there are several paths), ascending.
+// Partners are zero-based ids, as the md solver numbers atoms.
+std::vector<std::vector<std::int64_t>> special_partners(const DataFile& d);
+
+}  // namespace cumulus::md

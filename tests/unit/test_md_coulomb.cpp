@@ -1,0 +1,257 @@
+// Charges in md: the LAMMPS data file reader's charge and full styles and topology sections (and
+// its errors, which name the file and line), special partners from the bond graph, and the
+// lj/cut/coul/long / coul/long pair term on two atoms against the analytic real-space Ewald
+// terms, plain and as an excluded (1-2) pair, through the three lists md uses.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/comm.hpp"
+#include "core/config.hpp"
+#include "core/error.hpp"
+#include "core/memory.hpp"
+#include "solvers/md/atoms.hpp"
+#include "solvers/md/data_file.hpp"
+#include "solvers/md/force.hpp"
+#include "solvers/md/neighbor_list.hpp"
+#include "solvers/md/topology.hpp"
+#include "solvers/model.hpp"
+
+using namespace cumulus;
+using namespace cumulus::md;
+
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+Config md_config(const std::string& md_keys) {
+  const std::string text = "solver = \"md\"\n[md]\n" + md_keys;
+  return parse_job_text(text, "test.toml", {},
+                        [](const std::string& s, Schema& schema) { SolverRegistry::all().build_schema(s, schema); });
+}
+
+std::string write_file(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+// The message read_data_file throws for `text` (empty if it reads).
+std::string data_error(const std::string& text) {
+  const std::string path = write_file("bad.data", text);
+  try {
+    read_data_file(path, false);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const char* kFull =
+    "water-like\n\n4 atoms\n2 atom types\n3 bonds\n1 bond types\n1 angles\n1 angle types\n\n"
+    "0 10 xlo xhi\n0 10 ylo yhi\n0 10 zlo zhi\n\nMasses\n\n1 15.9994\n2 1.008\n\n"
+    "Pair Coeffs # lj/cut/coul/long\n\n1 0.1553 3.166\n2 0 0\n\nBond Coeffs\n\n1 450 1.0\n\nAngle Coeffs\n\n1 55 109.47\n\n"
+    "Atoms # full\n\n1 7 1 -0.8476 1 1 1\n2 7 2 0.4238 2 1 1 0 0 1\n3 7 2 0.4238 1 2 1\n4 8 2 0.5 5 5 5\n\n"
+    "Bonds\n\n1 1 1 2\n2 1 1 3\n3 1 3 4\n\nAngles\n\n1 1 2 1 3\n";
+
+}  // namespace
+
+TEST(MdDataFile, ReadsFullStyleWithTopologyAndCoefficients) {
+  const DataFile d = read_data_file(write_file("full.data", kFull), false);
+  EXPECT_EQ(d.atom_style, "full");
+  ASSERT_EQ(d.id.size(), 4u);
+  EXPECT_EQ(d.molecule[0], 7);
+  EXPECT_EQ(d.molecule[3], 8);
+  EXPECT_EQ(d.type[1], 2);
+  EXPECT_EQ(d.q[0], -0.8476);
+  EXPECT_EQ(d.q[3], 0.5);
+  EXPECT_EQ(d.x[0][1], 2.0);
+  EXPECT_EQ(d.image[2][1], 1);
+  ASSERT_EQ(d.bonds.size(), 3u);
+  EXPECT_EQ(d.bonds[2].atom[0], 3);
+  EXPECT_EQ(d.bonds[2].atom[1], 4);
+  ASSERT_EQ(d.angles.size(), 1u);
+  EXPECT_EQ(d.angles[0].atom[1], 1);
+  ASSERT_EQ(d.pair_coeffs.size(), 2u);
+  EXPECT_EQ(d.pair_coeffs[0], (std::vector<double>{0.1553, 3.166}));
+  EXPECT_EQ(d.bond_coeffs[0], (std::vector<double>{450, 1.0}));
+  EXPECT_EQ(d.angle_coeffs[0], (std::vector<double>{55, 109.47}));
+}
+
+// Without a style comment the columns decide: 6 (or 9) is atom_style charge.
+TEST(MdDataFile, ChargeStyleFromTheColumnCount) {
+  const DataFile d = read_data_file(
+      write_file("charge.data", "c\n\n2 atoms\n1 atom types\n0 4 xlo xhi\n0 4 ylo yhi\n0 4 zlo zhi\n\nMasses\n\n1 1\n\n"
+                                "Atoms\n\n1 1 1.5 0 0 0\n2 1 -1.5 1 1 1 0 0 0\n"),
+      false);
+  EXPECT_EQ(d.atom_style, "charge");
+  EXPECT_EQ(d.q[1], -1.5);
+  EXPECT_EQ(d.molecule[1], 0);
+}
+
+TEST(MdDataFile, BadTopologyNamesFileAndLine) {
+  std::string full = kFull;
+  // A bond to an atom that does not exist (line 43: "3 1 3 9").
+  std::string t = full;
+  t.replace(t.find("3 1 3 4"), 7, "3 1 3 9");
+  EXPECT_NE(data_error(t).find("bad.data:43: Bonds entry 3 names atom 9, which is not in Atoms"), std::string::npos) << data_error(t);
+  // A bond type beyond the header's.
+  t = full;
+  t.replace(t.find("3 1 3 4"), 7, "3 2 3 4");
+  EXPECT_NE(data_error(t).find(":43: Bonds type 2 is not among the header's 1"), std::string::npos) << data_error(t);
+  // A malformed Angles line.
+  t = full;
+  t.replace(t.find("1 1 2 1 3"), 9, "1 1 2 1");
+  EXPECT_NE(data_error(t).find(":47: a Angles line is 'id type' and 3 atom ids"), std::string::npos) << data_error(t);
+  // The header promises angles, the file has none.
+  t = full.substr(0, full.find("\nAngles"));
+  EXPECT_NE(data_error(t).find("the header gives 1 Angles but there is no Angles section"), std::string::npos) << data_error(t);
+  // A charge that is not a number.
+  t = full;
+  t.replace(t.find("-0.8476"), 7, "-0.8x76");
+  EXPECT_NE(data_error(t).find(":34: expected a number, got '-0.8x76'"), std::string::npos) << data_error(t);
+  // An unsupported style and a triclinic box.
+  t = full;
+  t.replace(t.find("Atoms # full"), 12, "Atoms # bond");
+  EXPECT_NE(data_error(t).find(":32: atom_style 'bond' is not supported"), std::string::npos) << data_error(t);
+  t = full;
+  t.replace(t.find("0 10 zlo zhi"), 12, "0 10 zlo zhi\n0 0 0 xy xz yz");
+  EXPECT_NE(data_error(t).find(":13: triclinic boxes"), std::string::npos) << data_error(t);
+  // A section twice.
+  EXPECT_NE(data_error(full + "\nAngles\n\n1 1 2 1 3\n").find("section 'Angles' appears twice"), std::string::npos);
+}
+
+// A chain 1-2-3-4-5 and a branch 3-6: partners up to three bonds away, each at its shortest
+// distance in bonds, ascending by id; zero-based ids times 4 plus the level.
+TEST(MdTopology, SpecialPartnersFromTheBondGraph) {
+  DataFile d;
+  for (int k = 1; k <= 7; ++k) d.id.push_back(k);
+  for (auto [a, b] : {std::pair{1, 2}, {2, 3}, {3, 4}, {4, 5}, {3, 6}}) {
+    Bonded bd;
+    bd.type = 1;
+    bd.atom = {a, b, 0, 0};
+    d.bonds.push_back(bd);
+  }
+  const auto s = special_partners(d);
+  auto code = [](int id, int level) { return static_cast<std::int64_t>(id - 1) * 4 + level; };
+  EXPECT_EQ(s[0], (std::vector<std::int64_t>{code(2, 1), code(3, 2), code(4, 3), code(6, 3)}));
+  EXPECT_EQ(s[2], (std::vector<std::int64_t>{code(1, 2), code(2, 1), code(4, 1), code(5, 2), code(6, 1)}));
+  EXPECT_EQ(s[4], (std::vector<std::int64_t>{code(2, 3), code(3, 2), code(4, 1), code(6, 3)}));
+  EXPECT_TRUE(s[6].empty());  // no bonds
+}
+
+namespace {
+enum class ListKind { host_half, host_full, kernels };
+
+struct PairResult {
+  double f[2][3] = {}, pe[2] = {}, virial[2] = {};
+};
+
+// Two charged atoms, optionally a special (1-2) pair, through a list of `kind`.
+PairResult two_charges(const ForceTerm& style, const double x[2][3], double q0, double q1, bool special, ListKind kind,
+                       const Exec& ex) {
+  const double box[3] = {12.0, 13.0, 14.0};
+  MdAtoms atoms(ex, std::vector<double>(2, 1.0), true, 1);
+  atoms.store.resize_owned(2);
+  for (int i = 0; i < 2; ++i) {
+    for (int d = 0; d < 3; ++d) atoms.hx(d)[i] = x[i][d];
+    atoms.hid()[i] = i;
+    atoms.htype()[i] = 0;
+    atoms.store.host<double>(atoms.charge)[i] = i == 0 ? q0 : q1;
+    atoms.store.host<std::int64_t>(atoms.special, 0)[i] = special ? (1 - i) * 4 + 1 : -1;
+  }
+  atoms.store.upload();
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(kind == ListKind::host_full ? 2 : 1);
+  auto list = kind == ListKind::kernels ? make_kernel_neighbor_list(ex, false) : make_host_neighbor_list(ex);
+  atoms.fit_scratch(atoms.nown());
+  list->build(atoms, box, style.reach() + 0.3);
+  atoms.fit_scratch(list->half() ? atoms.nlocal() : atoms.nown());
+  style.compute(ex, atoms.view(list.get(), box));
+  omp_set_num_threads(saved);
+  const Atoms a = atoms.view(list.get(), box);
+  PairResult r;
+  std::vector<double> h(2);
+  const double* arrays[5] = {a.fx, a.fy, a.fz, a.pe, a.virial};
+  for (int k = 0; k < 5; ++k) {
+    memory::copy(ex, Backend::host, h.data(), ex.backend(), arrays[k], sizeof(double) * 2);
+    for (int i = 0; i < 2; ++i) (k < 3 ? r.f[i][k] : k == 3 ? r.pe[i] : r.virial[i]) = h[static_cast<std::size_t>(i)];
+  }
+  return r;
+}
+}  // namespace
+
+// qqr2e q0 q1 erfc(alpha r) / r and its force (real units: qqr2e 332.06371), split in halves; as
+// an excluded pair, -qqr2e q0 q1 erf(alpha r) / r; the same bits through the three lists; the
+// force is minus the energy's derivative (central differences).
+TEST(PairCoulLong, TwoChargesMatchTheRealSpaceEwaldTerm) {
+  Exec ex;
+  const Config cfg = md_config("units = \"real\"\npair_style = \"coul/long\"\nkspace_style = \"ewald\"\ncutoff = 5.0\n");
+  auto style = force_style("coul/long").create(cfg, 2, ex);
+  const double alpha = 0.31;
+  style->set_ewald_alpha(alpha);
+  EXPECT_TRUE(style->coulomb());
+  const double u[3] = {0.48, 0.6, 0.64};
+  const double qqr2e = 332.06371, q0 = -0.8476, q1 = 0.4238;
+  for (bool special : {false, true})
+    for (double r : {0.9, 2.0, 4.7, 5.3}) {  // across the periodic boundary: atom 0 near x = 0
+      const double x[2][3] = {{0.2, 6.0, 7.0}, {0.2 - r * u[0] + 12.0, 6.0 - r * u[1], 7.0 - r * u[2]}};
+      const double in = r < 5.0 ? 1.0 : 0.0;
+      const double e = in * qqr2e * q0 * q1 * (special ? -std::erf(alpha * r) : std::erfc(alpha * r)) / r;
+      // -dE/dr
+      const double f = in * qqr2e * q0 * q1 *
+                       (special ? 2 * alpha / std::sqrt(kPi) * std::exp(-alpha * alpha * r * r) / r - std::erf(alpha * r) / (r * r)
+                                : std::erfc(alpha * r) / (r * r) + 2 * alpha / std::sqrt(kPi) * std::exp(-alpha * alpha * r * r) / r);
+      PairResult first;
+      for (ListKind kind : {ListKind::host_half, ListKind::host_full, ListKind::kernels}) {
+        const PairResult p = two_charges(*style, x, q0, q1, special, kind, ex);
+        for (int d = 0; d < 3; ++d) {
+          EXPECT_NEAR(p.f[0][d], f * u[d], 1e-12 * std::fabs(f) + 1e-300) << r << " special " << special;
+          EXPECT_EQ(p.f[1][d], -p.f[0][d]);
+        }
+        EXPECT_NEAR(p.pe[0], 0.5 * e, 1e-13 * std::fabs(e)) << r << " special " << special;
+        EXPECT_EQ(p.pe[1], p.pe[0]);
+        EXPECT_NEAR(p.virial[0], 0.5 * r * f, 1e-12 * std::fabs(r * f)) << r;
+        if (kind == ListKind::host_half) {
+          first = p;
+        } else {
+          for (int d = 0; d < 3; ++d) EXPECT_EQ(p.f[0][d], first.f[0][d]) << "lists differ";
+          EXPECT_EQ(p.pe[0], first.pe[0]);
+        }
+      }
+      if (r < 5.0 && r > 1.0) {  // central difference of the energy along the line
+        const double h = 1e-5;
+        double eh[2];
+        for (int s = 0; s < 2; ++s) {
+          const double rr = r + (s == 0 ? h : -h);
+          const double y[2][3] = {{0.2, 6.0, 7.0}, {0.2 - rr * u[0] + 12.0, 6.0 - rr * u[1], 7.0 - rr * u[2]}};
+          const PairResult p = two_charges(*style, y, q0, q1, special, ListKind::host_half, ex);
+          eh[s] = p.pe[0] + p.pe[1];
+        }
+        EXPECT_NEAR(-(eh[0] - eh[1]) / (2 * h), f, 1e-6 * std::fabs(f)) << r;
+      }
+    }
+}
+
+// special_coul scales the kept part and corrects the rest: factor c gives
+// c qq erfc / r - (1 - c) qq erf / r; special_lj scales the LJ term.
+TEST(PairCoulLong, SpecialFactorsScaleBothTerms) {
+  Exec ex;
+  const Config cfg = md_config("pair_style = \"lj/cut/coul/long\"\nkspace_style = \"ewald\"\ncutoff = 3.0\n"
+                               "special_lj = [0.5, 0, 0]\nspecial_coul = [0.25, 0, 0]\n");
+  auto style = force_style("lj/cut/coul/long").create(cfg, 2, ex);
+  const double alpha = 0.9, r = 1.1;
+  style->set_ewald_alpha(alpha);
+  const double x[2][3] = {{1, 1, 1}, {1 + r, 1, 1}};
+  const PairResult p = two_charges(*style, x, 1.0, -1.0, true, ListKind::host_full, ex);
+  const double s6 = std::pow(1.0 / r, 6), lj = 4 * (s6 * s6 - s6);
+  const double coul = -(0.25 * std::erfc(alpha * r) - 0.75 * std::erf(alpha * r)) / r;
+  EXPECT_NEAR(p.pe[0] + p.pe[1], 0.5 * lj + coul, 1e-13);
+}
