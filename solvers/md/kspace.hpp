@@ -11,6 +11,7 @@
 #include "core/comm.hpp"
 #include "core/config.hpp"
 #include "core/exec.hpp"
+#include "mesh/decomposition.hpp"
 #include "solvers/md/md_kernels.hpp"
 #include "solvers/md/units.hpp"
 
@@ -30,6 +31,10 @@ class KSpace {
   virtual std::array<double, 6> virial_tensor() const = 0;
   // The energies of the last compute by term: {"e_long" (reciprocal sum), "e_self", "e_background"}.
   virtual std::vector<std::pair<std::string, double>> energy_terms() const = 0;
+  // The atoms' decomposition and how far an owned atom may stray outside its block between
+  // migrations (half the neighbour skin): PME spreads each rank's atoms into the matching part of
+  // its grid. Called once, before the first compute; the Ewald sum needs neither.
+  virtual void set_domain(const CartesianDecomposition& /*atoms*/, double /*drift*/) {}
 };
 
 // The system's charges, summed exactly over every atom (the same numbers at any rank count).
@@ -43,5 +48,11 @@ void check_kspace(const Config& cfg, const std::array<double, 3>& box, const Cha
 // The job's k-space term (null for md.kspace_style = "none").
 std::unique_ptr<KSpace> make_kspace(const Config& cfg, const std::array<double, 3>& box, const ChargeTotals& charges,
                                     double coul_cutoff);
+
+// PME's keys, checks and term (kspace_pme.cpp), called by the three functions above.
+void declare_pme_keys(Schema& s);
+void check_pme(const Config& cfg, const std::array<double, 3>& box, const ChargeTotals& charges, double coul_cutoff);
+std::unique_ptr<KSpace> make_pme_kspace(const Config& cfg, const std::array<double, 3>& box, const ChargeTotals& charges,
+                                        double coul_cutoff);
 
 }  // namespace cumulus::md

@@ -275,9 +275,10 @@ class Ewald : public KSpace {
 
 void declare_kspace_keys(Schema& s) {
   s.key("md.kspace_style", ValueType::string,
-        "The k-space part of the Coulomb sum: none, or ewald (the classic reciprocal sum; with lj/cut/coul/long or coul/long)")
+        "The k-space part of the Coulomb sum: none, ewald (the classic reciprocal sum) or pme (smooth particle-mesh "
+        "Ewald on the distributed FFT); with lj/cut/coul/long or coul/long")
       .def(std::string("none"))
-      .one_of({"none", "ewald"});
+      .one_of({"none", "ewald", "pme"});
   s.key("md.kspace_tolerance", ValueType::real,
         "Ewald: the relative force accuracy alpha and kmax are derived from where not given (LAMMPS's kspace_style ewald "
         "<accuracy>: the absolute accuracy is this times the force between two unit charges at unit distance)")
@@ -295,10 +296,16 @@ void declare_kspace_keys(Schema& s) {
         "uses |n|^2 < 27: 26)")
       .def(std::int64_t{0})
       .at_least(0);
+  declare_pme_keys(s);
 }
 
 void check_kspace(const Config& cfg, const std::array<double, 3>& L, const ChargeTotals& c, double rc) {
   if (cfg.get<std::string>("md.kspace_style") == "none") return;
+  if (c.qsqsum == 0) cfg.fail("md.kspace_style", "is " + cfg.get<std::string>("md.kspace_style") + ", but every charge is zero");
+  if (cfg.get<std::string>("md.kspace_style") == "pme") {
+    check_pme(cfg, L, c, rc);
+    return;
+  }
   const auto km = cfg.get<std::vector<std::int64_t>>("md.ewald_kmax");
   if (km.size() == 2) cfg.fail("md.ewald_kmax", "has 2 entries: give one (all axes) or three");
   if (c.qsqsum == 0) cfg.fail("md.kspace_style", "is ewald, but every charge is zero");
@@ -315,6 +322,7 @@ void check_kspace(const Config& cfg, const std::array<double, 3>& L, const Charg
 
 std::unique_ptr<KSpace> make_kspace(const Config& cfg, const std::array<double, 3>& L, const ChargeTotals& c, double rc) {
   if (cfg.get<std::string>("md.kspace_style") == "none") return nullptr;
+  if (cfg.get<std::string>("md.kspace_style") == "pme") return make_pme_kspace(cfg, L, c, rc);
   return std::make_unique<Ewald>(units_named(cfg.get<std::string>("md.units")), ewald_params(cfg, L, c, rc), c);
 }
 

@@ -67,6 +67,8 @@ class MdModel : public Model {
       if (kspace_) pair_->set_ewald_alpha(kspace_->alpha());
     }
     domain_ = std::make_unique<AtomDomain>(ctx_.comm, ctx_.exec, decomp_, box_.lengths(), s_.cutoff + s_.skin);
+    // Atoms migrate when one has moved half the skin: no owned atom is farther outside its block.
+    if (kspace_) kspace_->set_domain(decomp_, 0.5 * s_.skin);
     type_counts_.assign(static_cast<std::size_t>(s_.ntypes), 0.0);
     place_atoms(from_file);
     const bool velocities_given = from_file && data_.has_velocities;

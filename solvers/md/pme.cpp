@@ -165,7 +165,9 @@ Pme::Result Pme::compute(const PmeAtoms& a) {
   double t4 = wall_seconds();
   t_[1] += t4 - t3;
   halo_->exchange(grid_);
-  CUMULUS_KERNEL(exec_, pme_kernels, pme_forces)(exec_, a, stencil_, grid_.view());
+  PmeAtoms at = a;
+  at.virial_per_energy = r.energy != 0 ? (r.virial[0] + r.virial[1] + r.virial[2]) / r.energy : 0.0;
+  CUMULUS_KERNEL(exec_, pme_kernels, pme_forces)(exec_, at, stencil_, grid_.view());
   exec_.synchronize();
   t_[3] += wall_seconds() - t4;
   return r;

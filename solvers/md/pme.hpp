@@ -53,7 +53,8 @@ class Pme {
     std::array<double, 6> virial{};  // xx, yy, zz, xy, xz, yz
   };
   // The reciprocal-space energy and virial (over all ranks, the same bits on each) and, added into
-  // a.fx, a.fy, a.fz, the forces on the n owned atoms. Collective.
+  // a.fx, a.fy, a.fz, the forces on the n owned atoms (with a.pe: their energy and virial shares,
+  // pme_kernels.hpp). Collective.
   Result compute(const PmeAtoms& a);
 
   // The box changed (a barostat): the influence function's lengths and the stencil's scale.

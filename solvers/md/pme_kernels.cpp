@@ -153,6 +153,18 @@ void pme_forces(const Exec& ex, const PmeAtoms& a, const PmeStencil& st, const V
     a.fx[i] -= q * gx * st.inv_h[0];
     a.fy[i] -= q * gy * st.inv_h[1];
     a.fz[i] -= q * gz * st.inv_h[2];
+    if (a.pe) {
+      double phi_i = 0;  // the potential at the atom: the stencil's weights times the grid
+      for (int c = 0; c < st.order; ++c)
+        for (int b = 0; b < st.order; ++b) {
+          double sy = 0;
+          for (int t = 0; t < st.order; ++t) sy += w[0][t] * phi(k0[0] + t, k0[1] + b, k0[2] + c);
+          phi_i += sy * w[1][b] * w[2][c];
+        }
+      const double e = 0.5 * q * phi_i;
+      a.pe[i] += e + a.self_coef * q * q + a.extra;
+      a.virial[i] += e * a.virial_per_energy + a.extra_virial;
+    }
   });
 }
 

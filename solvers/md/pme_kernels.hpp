@@ -18,6 +18,13 @@ struct PmeAtoms {
   const double *x = nullptr, *y = nullptr, *z = nullptr, *q = nullptr;
   double *fx = nullptr, *fy = nullptr, *fz = nullptr;
   int n = 0;
+  // Optional per-atom energies and virials (thermo steps): each atom gets q_i phi(r_i) / 2 (its
+  // share of the reciprocal energy: the shares sum to it, to the fixed point's rounding) plus
+  // self_coef q_i^2 plus `extra`; its virial that share times the reciprocal virial's trace over the
+  // reciprocal energy (so that the shares sum to the trace) plus extra_virial.
+  double *pe = nullptr, *virial = nullptr;
+  double self_coef = 0, extra = 0, extra_virial = 0;
+  double virial_per_energy = 0;  // set by Pme::compute
 };
 
 // Where an atom's spline stencil goes on this rank's part of the grid. Grid point k lies at k L / N;
