@@ -33,6 +33,8 @@ std::vector<double> pme_bspline_moduli(int n, int order) {
 }
 
 namespace {
+int max_host_threads() { return omp_get_max_threads(); }
+
 CartesianDecomposition grid_split(const PmeParams& p, const CartesianDecomposition& atoms) {
   const Index3& dims = atoms.dims();
   for (int d = 0; d < 3; ++d)
@@ -97,6 +99,7 @@ Pme::Pme(const PmeParams& p, const CartesianDecomposition& atoms, const std::arr
   grid_ = Field<double>("md.pme_grid", exec.backend(), mine, ghost_, 1);
   spectrum_ = fft_->make_spectral_buffer();
   for (int d = 0; d < 3; ++d) bmod_[d] = Buffer<double>::copy_of(exec, pme_bspline_moduli(p.grid[d], p.order));
+  influence_ = Buffer<double>(exec.backend(), fft_->spectral_buffer_size(), "md.pme_influence");
   stencil_.order = p.order;
   for (int d = 0; d < 3; ++d) {
     stencil_.n[d] = p.grid[d];
@@ -109,6 +112,18 @@ Pme::Pme(const PmeParams& p, const CartesianDecomposition& atoms, const std::arr
 void Pme::set_box(const std::array<double, 3>& box) {
   box_ = box;
   for (int d = 0; d < 3; ++d) stencil_.inv_h[d] = p_.grid[d] / box[d];
+  PmeSpectral& sp = spectral_;
+  sp.k = fft_->wavenumbers();
+  for (int d = 0; d < 3; ++d) {
+    sp.inv_l[d] = 1.0 / box[d];
+    sp.bmod[d] = bmod_[d].data();
+  }
+  sp.pi2_over_alpha2 = kPi * kPi / (p_.alpha * p_.alpha);
+  sp.prefactor = p_.coulomb / (kPi * box[0] * box[1] * box[2]);
+  // G in the spectrum's layout: the same strides as the spectral view of a complex buffer.
+  const auto s = fft_->spectral_view(spectrum_);
+  sp.g = StridedView<double>{influence_.data(), s.lo0, s.lo1, s.lo2, s.s0, s.s1, s.s2};
+  CUMULUS_KERNEL(exec_, pme_kernels, pme_influence)(exec_, fft_->spectral_box(), sp);
 }
 
 std::string Pme::describe() const {
@@ -121,7 +136,9 @@ Pme::Result Pme::compute(const PmeAtoms& a) {
   double t0 = wall_seconds();
   const View<std::int64_t> q = charge_.view();
   CUMULUS_KERNEL(exec_, pme_kernels, pme_zero)(exec_, q, charge_.allocated());
-  const std::int64_t outside = CUMULUS_KERNEL(exec_, pme_kernels, pme_spread)(exec_, a, stencil_, q, scale_);
+  // Atomic adds only where threads share the grid: on a GPU, or on more than one host thread.
+  const bool atomic = exec_.is_cuda() || max_host_threads() > 1;
+  const std::int64_t outside = CUMULUS_KERNEL(exec_, pme_kernels, pme_spread)(exec_, a, stencil_, q, scale_, atomic);
   if (comm_.max(static_cast<double>(outside)) > 0)
     throw Error(strprintf("PME: %lld atom(s) on rank %d lie farther outside the rank's block than the ghost layers allow "
                           "(an atom moved more than half the skin between migrations?)",
@@ -136,27 +153,21 @@ Pme::Result Pme::compute(const PmeAtoms& a) {
   double t2 = wall_seconds();
   t_[1] += t2 - t1;
 
-  PmeSpectral sp;
-  sp.k = fft_->wavenumbers();
-  for (int d = 0; d < 3; ++d) {
-    sp.inv_l[d] = 1.0 / box_[d];
-    sp.bmod[d] = bmod_[d].data();
-  }
-  sp.pi2_over_alpha2 = kPi * kPi / (p_.alpha * p_.alpha);
-  sp.prefactor = p_.coulomb / (kPi * box_[0] * box_[1] * box_[2]);
   const auto s = fft_->spectral_view(spectrum_);
   const Box sbox = fft_->spectral_box();
-  PmeSums sums = CUMULUS_KERNEL(exec_, pme_kernels, pme_sums)(exec_, s, sbox, sp);
-  CUMULUS_KERNEL(exec_, pme_kernels, pme_convolve)(exec_, s, sbox, sp);
   Result r;
-  double values[7];
-  for (int c = 0; c < 7; ++c) {
-    comm_.sum_in_place(sums.s[c].words(), ExactSum::kWords);
-    if (!sums.s[c].value_rounded(kPmeSumExponent, &values[c]))
-      throw Error("PME: the reciprocal-space energy overflowed its exact sum (a charge or the grid out of range?)");
+  if (a.pe) {
+    PmeSums sums = CUMULUS_KERNEL(exec_, pme_kernels, pme_sums)(exec_, s, sbox, spectral_);
+    double values[7];
+    for (int c = 0; c < 7; ++c) {
+      comm_.sum_in_place(sums.s[c].words(), ExactSum::kWords);
+      if (!sums.s[c].value_rounded(kPmeSumExponent, &values[c]))
+        throw Error("PME: the reciprocal-space energy overflowed its exact sum (a charge or the grid out of range?)");
+    }
+    r.energy = values[0];
+    for (int c = 0; c < 6; ++c) r.virial[static_cast<std::size_t>(c)] = values[c + 1];
   }
-  r.energy = values[0];
-  for (int c = 0; c < 6; ++c) r.virial[static_cast<std::size_t>(c)] = values[c + 1];
+  CUMULUS_KERNEL(exec_, pme_kernels, pme_convolve)(exec_, s, sbox, spectral_);
   double t3 = wall_seconds();
   t_[2] += t3 - t2;
 

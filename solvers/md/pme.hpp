@@ -52,9 +52,10 @@ class Pme {
     double energy = 0;
     std::array<double, 6> virial{};  // xx, yy, zz, xy, xz, yz
   };
-  // The reciprocal-space energy and virial (over all ranks, the same bits on each) and, added into
-  // a.fx, a.fy, a.fz, the forces on the n owned atoms (with a.pe: their energy and virial shares,
-  // pme_kernels.hpp). Collective.
+  // Adds the reciprocal-space forces on the n owned atoms into a.fx, a.fy, a.fz; with a.pe (a
+  // thermo step) also their energy and virial shares (pme_kernels.hpp), and returns the energy and
+  // virial over all ranks (the same bits on each; zero without a.pe: the exact sums over the
+  // spectrum are the costliest part of the spectral pass, and forces do not need them). Collective.
   Result compute(const PmeAtoms& a);
 
   // The box changed (a barostat): the influence function's lengths and the stencil's scale.
@@ -82,6 +83,8 @@ class Pme {
   Field<double> grid_;          // the charges as doubles, then the convolved potential
   Buffer<FftComplex<double>> spectrum_;
   Buffer<double> bmod_[3];
+  Buffer<double> influence_;  // G per local spectral cell, in the spectrum's layout (set_box)
+  PmeSpectral spectral_;
   PmeStencil stencil_;
   std::array<double, 4> t_{};
 };

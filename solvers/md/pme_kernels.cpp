@@ -48,7 +48,7 @@ CUMULUS_HD inline bool stencil_axis_d(double x, int axis, const PmeStencil& st, 
 }  // namespace
 
 std::int64_t pme_spread(const Exec& ex, const PmeAtoms& a, const PmeStencil& st, const View<std::int64_t>& grid,
-                        double scale) {
+                        double scale, bool atomic) {
   return reduce(ex, "md.pme_spread", Box(0, 0, 0, a.n, 1, 1), std::int64_t{0}, SumOp{},
                 [=] CUMULUS_HD(int i, int, int) -> std::int64_t {
                   int k0[3];
@@ -62,8 +62,14 @@ std::int64_t pme_spread(const Exec& ex, const PmeAtoms& a, const PmeStencil& st,
                     const double qz = qs * w[2][c];
                     for (int b = 0; b < st.order; ++b) {
                       const double qyz = qz * w[1][b];
-                      for (int t = 0; t < st.order; ++t)
-                        atomic_add(&grid(k0[0] + t, k0[1] + b, k0[2] + c), static_cast<std::int64_t>(::llrint(qyz * w[0][t])));
+                      std::int64_t* row = &grid(k0[0], k0[1] + b, k0[2] + c);
+                      for (int t = 0; t < st.order; ++t) {
+                        const auto v = static_cast<std::int64_t>(::llrint(qyz * w[0][t]));
+                        if (atomic)
+                          atomic_add(row + t, v);
+                        else
+                          row[t] += v;
+                      }
                     }
                   }
                   return 0;
@@ -81,25 +87,33 @@ void pme_to_real(const Exec& ex, const View<std::int64_t>& in, const View<double
 }
 
 namespace {
-// The influence function G(m) = C exp(-pi^2 m^2 / alpha^2) / (pi V m^2) |b(m)|^2 of spectral cell
-// (i, j, k), m the signed wavenumbers over the box lengths; 0 at m = 0 (tin-foil: no k = 0 term).
-// Also the r2c half spectrum's weight: the cells kx = 0 and kx = Nyquist stand for themselves, the
-// others for themselves and their conjugates.
-CUMULUS_HD inline double influence(const PmeSpectral& sp, int i, int j, int k, double m[3], double* m2, double* weight) {
+// Spectral cell (i, j, k)'s wavenumbers over the box lengths, m, and |m|^2; and the r2c half
+// spectrum's weight: the cells kx = 0 and kx = Nyquist stand for themselves, the others for
+// themselves and their conjugates.
+CUMULUS_HD inline void wavenumber(const PmeSpectral& sp, int i, int j, int k, double m[3], double* m2, double* weight) {
   m[0] = sp.k.kx(i) * sp.inv_l[0];
   m[1] = sp.k.ky(j) * sp.inv_l[1];
   m[2] = sp.k.kz(k) * sp.inv_l[2];
   *m2 = m[0] * m[0] + m[1] * m[1] + m[2] * m[2];
   *weight = (i == 0 || sp.k.nyquist(0, i)) ? 1.0 : 2.0;
-  if (*m2 == 0) return 0.0;
-  return sp.prefactor * ::exp(-sp.pi2_over_alpha2 * *m2) / *m2 * sp.bmod[0][i] * sp.bmod[1][j] * sp.bmod[2][k];
 }
 }  // namespace
+
+// The influence function G(m) = C exp(-pi^2 m^2 / alpha^2) / (pi V m^2) |b(m)|^2; 0 at m = 0
+// (tin-foil: no m = 0 term). Once per box, not per step.
+void pme_influence(const Exec& ex, const Box& box, const PmeSpectral& sp) {
+  for_each(ex, "md.pme_influence", box, [=] CUMULUS_HD(int i, int j, int k) {
+    double m[3], m2, weight;
+    wavenumber(sp, i, j, k, m, &m2, &weight);
+    sp.g(i, j, k) = m2 == 0 ? 0.0 : sp.prefactor * ::exp(-sp.pi2_over_alpha2 * m2) / m2 * sp.bmod[0][i] * sp.bmod[1][j] * sp.bmod[2][k];
+  });
+}
 
 PmeSums pme_sums(const Exec& ex, const StridedView<FftComplex<double>>& s, const Box& box, const PmeSpectral& sp) {
   return reduce(ex, "md.pme_sums", box, PmeSums{}, SumOp{}, [=] CUMULUS_HD(int i, int j, int k) {
     double m[3], m2, weight;
-    const double g = influence(sp, i, j, k, m, &m2, &weight);
+    wavenumber(sp, i, j, k, m, &m2, &weight);
+    const double g = sp.g(i, j, k);
     PmeSums r;
     if (g == 0) return r;
     const FftComplex<double> c = s(i, j, k);
@@ -121,8 +135,7 @@ PmeSums pme_sums(const Exec& ex, const StridedView<FftComplex<double>>& s, const
 
 void pme_convolve(const Exec& ex, const StridedView<FftComplex<double>>& s, const Box& box, const PmeSpectral& sp) {
   for_each(ex, "md.pme_convolve", box, [=] CUMULUS_HD(int i, int j, int k) {
-    double m[3], m2, weight;
-    const double g = influence(sp, i, j, k, m, &m2, &weight);
+    const double g = sp.g(i, j, k);
     FftComplex<double>& c = s(i, j, k);
     c.re *= g;
     c.im *= g;

@@ -58,17 +58,21 @@ struct PmeSpectral {
   double pi2_over_alpha2 = 0;  // pi^2 / alpha^2
   double prefactor = 0;        // coulomb constant / (pi V)
   const double* bmod[3] = {nullptr, nullptr, nullptr};
+  // The influence function G of every local spectral cell, in the spectrum's layout (filled by
+  // pme_influence for the current box; read by pme_sums and pme_convolve).
+  StridedView<double> g;
 };
 
 // pme_spread: each atom's q theta_x theta_y theta_z, in units of 1 / scale rounded to integers,
-// added atomically into the fixed-point grid (any order: the same bits); returns the atoms whose
-// stencil falls outside [lo, hi). pme_to_real: the interior of the integer grid as doubles.
+// added into the fixed-point grid (atomically where `atomic`: several threads; any order gives the
+// same bits); returns the atoms whose stencil falls outside [lo, hi). pme_influence: G into sp.g. pme_to_real: the interior of the integer grid as doubles.
 // pme_sums: energy and virial over this rank's spectral cells. pme_convolve: the spectrum times the
 // influence function, in place. pme_forces: each atom's force from the convolved grid (ghosts
 // filled), added into f.
 #define CUMULUS_PME_KERNELS                                                                           \
   std::int64_t pme_spread(const Exec& ex, const PmeAtoms& a, const PmeStencil& st, const View<std::int64_t>& grid, \
-                          double scale);                                                               \
+                          double scale, bool atomic);                                                  \
+  void pme_influence(const Exec& ex, const Box& box, const PmeSpectral& sp);                           \
   void pme_zero(const Exec& ex, const View<std::int64_t>& grid, const Box& box);                         \
   void pme_to_real(const Exec& ex, const View<std::int64_t>& in, const View<double>& out, const Box& box, double inv_scale); \
   PmeSums pme_sums(const Exec& ex, const StridedView<FftComplex<double>>& s, const Box& box, const PmeSpectral& sp); \

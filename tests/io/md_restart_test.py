@@ -199,16 +199,22 @@ special_lj = [0.5, 0.0, 0.0]
 [output]
 format = "none"
 """)
-rc, out = run(["run", "ewald.toml", "--set", "run.directory=ref_ewald"], d)
-r.check(rc == 0, "ewald.toml: reference run", out)
-for first, second in ((1, 1), (2, 3)):
-    name = f"rs{first}{second}_ewald"
-    rc1, out1 = run(["run", "ewald.toml", "--set", f"run.directory={name}", "--set", f"run.end_step={N}"], d, ranks=first)
-    rc2, out2 = run(["run", "ewald.toml", "--set", f"run.directory={name}", "--restart", "auto"], d, ranks=second)
-    ok = rc == 0 and rc1 == 0 and rc2 == 0
-    r.check(ok, f"ewald.toml: N steps on {first} rank(s), then restart to 2N on {second}", out1 + out2)
-    if ok:
-        for field in ("position", "velocity", "image", "charge", "molecule", "special"):
-            r.check(by_id("ref_ewald", field).tobytes() == by_id(name, field).tobytes(),
-                    f"ewald.toml: {field} bit-identical after restart {first} -> {second} ranks")
+# The same with PME (kspace_style = "pme" through --set): its grid is made anew on the restarting
+# ranks, split their way, and must give the same bits.
+for style in ("ewald", "pme"):
+    ref = f"ref_{style}"
+    rc, out = run(["run", "ewald.toml", "--set", f"run.directory={ref}", "--set", f"md.kspace_style={style}"], d)
+    r.check(rc == 0, f"{style}: reference run", out)
+    for first, second in ((1, 1), (2, 3)):
+        name = f"rs{first}{second}_{style}"
+        rc1, out1 = run(["run", "ewald.toml", "--set", f"run.directory={name}", "--set", f"run.end_step={N}",
+                         "--set", f"md.kspace_style={style}"], d, ranks=first)
+        rc2, out2 = run(["run", "ewald.toml", "--set", f"run.directory={name}", "--set", f"md.kspace_style={style}",
+                         "--restart", "auto"], d, ranks=second)
+        ok = rc == 0 and rc1 == 0 and rc2 == 0
+        r.check(ok, f"{style}: N steps on {first} rank(s), then restart to 2N on {second}", out1 + out2)
+        if ok:
+            for field in ("position", "velocity", "image", "charge", "molecule", "special"):
+                r.check(by_id(ref, field).tobytes() == by_id(name, field).tobytes(),
+                        f"{style}: {field} bit-identical after restart {first} -> {second} ranks")
 r.finish()

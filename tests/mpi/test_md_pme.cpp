@@ -113,6 +113,8 @@ struct Outcome {
   Pme::Result result;
   std::vector<double> fx, fy, fz;  // for every atom (zero for those another rank owns)
   std::vector<char> mine;
+  double pe_sum = 0, virial_sum = 0;  // the per-atom shares, summed over atoms and ranks
+  bool forces_without_energy_differ = false;
 };
 
 // PME over `comm` with the atoms owned by block (the atoms' decomposition `bins`), shifted by up to
@@ -144,8 +146,24 @@ Outcome run_pme(const Charges& c, const PmeParams& p, const Comm& comm, const In
   double qmax = 0;
   for (double v : c.q) qmax = std::max(qmax, std::abs(v));
   Pme pme(p, atoms, c.box, drift, qmax, comm, ex);
+  std::vector<double> pe(x.size(), 0.0), vir(x.size(), 0.0);
   PmeAtoms a{x.data(), y.data(), z.data(), q.data(), fx.data(), fy.data(), fz.data(), static_cast<int>(x.size())};
+  a.pe = pe.data();  // a thermo step: energy, virial and the per-atom shares
+  a.virial = vir.data();
   o.result = pme.compute(a);
+  for (std::size_t s = 0; s < x.size(); ++s) {
+    o.pe_sum += pe[s];
+    o.virial_sum += vir[s];
+  }
+  o.pe_sum = comm.sum(o.pe_sum);
+  o.virial_sum = comm.sum(o.virial_sum);
+  // A step without energies: the same forces, no sums.
+  std::vector<double> gx(x.size(), 0.0), gy(x.size(), 0.0), gz(x.size(), 0.0);
+  PmeAtoms b{x.data(), y.data(), z.data(), q.data(), gx.data(), gy.data(), gz.data(), static_cast<int>(x.size())};
+  const Pme::Result none = pme.compute(b);
+  o.forces_without_energy_differ = std::memcmp(gx.data(), fx.data(), sizeof(double) * fx.size()) != 0 ||
+                                   std::memcmp(gy.data(), fy.data(), sizeof(double) * fy.size()) != 0 ||
+                                   std::memcmp(gz.data(), fz.data(), sizeof(double) * fz.size()) != 0 || none.energy != 0;
   o.fx.assign(n, 0.0);
   o.fy.assign(n, 0.0);
   o.fz.assign(n, 0.0);
@@ -186,6 +204,11 @@ TEST(Pme, MatchesTheEwaldReciprocalSum) {
     EXPECT_LT(ferr, t.force_tol * frms) << "order " << t.order << ": largest force error " << ferr << ", rms force " << frms;
     for (int v = 0; v < 6; ++v)
       EXPECT_NEAR(o.result.virial[v], ref.virial[v], t.energy_tol * 2 * std::abs(ref.energy)) << "virial " << v;
+    // The per-atom shares add up to the totals (to the fixed point's rounding and the sum's order).
+    EXPECT_NEAR(o.pe_sum, o.result.energy, 1e-10 * std::abs(o.result.energy));
+    const double trace = o.result.virial[0] + o.result.virial[1] + o.result.virial[2];
+    EXPECT_NEAR(o.virial_sum, trace, 1e-10 * std::abs(trace));
+    EXPECT_FALSE(o.forces_without_energy_differ);
   }
 }
 

@@ -223,10 +223,10 @@ TEST_P(MdRanks, KernelBuiltListGivesTheSameBits) {
 // pair: LJ at half strength, Coulomb excluded with the k-space correction). The structure factor
 // is summed exactly over ranks, so forces, trajectories and thermo must have the same bits at any
 // rank count, with the special partners migrating and going to ghosts with their atoms.
-TEST_P(MdRanks, EwaldWithExclusionsAtAnyRankCount) {
-  CUMULUS_EXEC_OR_SKIP(ex, GetParam());
+namespace {
+void charged_liquid_at_any_rank_count(const Exec& ex, const std::string& style) {
   const Comm world = Comm::world();
-  const std::string path = "/tmp/cumulus_md_ewald_np" + std::to_string(world.size()) + ".data";
+  const std::string path = "/tmp/cumulus_md_" + style + "_np" + std::to_string(world.size()) + ".data";
   if (world.is_root()) {
     const int m = 8;  // a box of 10: 14 ownership cells along each axis, splittable over 1-4 ranks
     const double a = 1.25, L = m * a;
@@ -248,7 +248,7 @@ TEST_P(MdRanks, EwaldWithExclusionsAtAnyRankCount) {
   }
   world.barrier();
   const Config cfg = md_config("[md]\ndata_file = \"" + path + "\"\ntemperature = 3.0\ndt = 0.002\n"
-                               "pair_style = \"lj/cut/coul/long\"\nkspace_style = \"ewald\"\nkspace_tolerance = 1e-3\n"
+                               "pair_style = \"lj/cut/coul/long\"\nkspace_style = \"" + style + "\"\nkspace_tolerance = 1e-3\n"
                                "special_lj = [0.5, 0.0, 0.0]\ncutoff = 2.5\n");
   std::vector<double> thermo_distributed, thermo_serial;
   const std::vector<double> distributed = run_md(cfg, world, ex, &thermo_distributed);
@@ -261,9 +261,23 @@ TEST_P(MdRanks, EwaldWithExclusionsAtAnyRankCount) {
     EXPECT_FALSE(serial.empty());
     EXPECT_TRUE(thermo_serial == thermo_distributed) << "thermo output differs between " << world.size() << " ranks and 1 rank";
   }
-  EXPECT_EQ(world.sum(differ), 0) << "Ewald: trajectories differ between " << world.size() << " ranks and 1 rank";
+  EXPECT_EQ(world.sum(differ), 0) << style << ": trajectories differ between " << world.size() << " ranks and 1 rank";
   world.barrier();
   if (world.is_root()) std::remove(path.c_str());
+}
+}  // namespace
+
+TEST_P(MdRanks, EwaldWithExclusionsAtAnyRankCount) {
+  CUMULUS_EXEC_OR_SKIP(ex, GetParam());
+  charged_liquid_at_any_rank_count(ex, "ewald");
+}
+
+// The same with PME: charges spread as integers onto the grid, the ghost layers summed as
+// integers, the bitwise FFT and exact energy sums make the same bits at any rank count too
+// (the serial run on two threads takes the atomic spreading path, the ranks the plain one).
+TEST_P(MdRanks, PmeWithExclusionsAtAnyRankCount) {
+  CUMULUS_EXEC_OR_SKIP(ex, GetParam());
+  charged_liquid_at_any_rank_count(ex, "pme");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, MdRanks, ::testing::ValuesIn(built_backends()), backend_name);
