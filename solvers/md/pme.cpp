@@ -82,7 +82,7 @@ Pme::Pme(const PmeParams& p, const CartesianDecomposition& atoms, const std::arr
     if (ghost_[d] > HaloExchange::kMaxGhost || (grid_decomp_.dims()[d] > 1 && ghost_[d] > thinnest))
       throw InputError(strprintf("the PME grid %dx%dx%d split over a %dx%dx%d process grid leaves %d point(s) along %c on "
                                  "some rank, fewer than the %d ghost layers its splines (order %d) and the atoms' drift "
-                                 "(%g) need (at most %d): use fewer ranks along %c or a finer grid",
+                                 "(%g) need (at most %d): use fewer ranks along %c, a smaller neighbour skin or another grid",
                                  p.grid[0], p.grid[1], p.grid[2], grid_decomp_.dims()[0], grid_decomp_.dims()[1],
                                  grid_decomp_.dims()[2], thinnest, "xyz"[d], ghost_[d], p.order, drift,
                                  HaloExchange::kMaxGhost, "xyz"[d]));
