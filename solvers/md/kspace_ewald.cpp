@@ -18,6 +18,7 @@
 
 #include "core/error.hpp"
 #include "core/exact_sum.hpp"
+#include "core/hd_math.hpp"
 #include "core/log.hpp"
 #include "core/memory.hpp"
 #include "core/strings.hpp"
@@ -235,7 +236,8 @@ class Ewald : public KSpace {
   }
 
   // Atom i's cos and sin of 2 pi n x_d / L_d for n = 0 .. kmax_d along each axis (each angle's own
-  // library call: the values depend on the atom's coordinate alone).
+  // call: the values depend on the atom's coordinate alone; core/hd_math's, which a CUDA pass of
+  // this sum would reproduce bit for bit).
   void tables(int i) {
     const double r[3] = {x_[static_cast<std::size_t>(i)], y_[static_cast<std::size_t>(i)], z_[static_cast<std::size_t>(i)]};
     for (int d = 0; d < 3; ++d) {
@@ -243,8 +245,8 @@ class Ewald : public KSpace {
       sn_[d].resize(static_cast<std::size_t>(p_.kmax[d]) + 1);
       for (int m = 0; m <= p_.kmax[d]; ++m) {
         const double t = unit_[d] * m * r[d];
-        cs_[d][static_cast<std::size_t>(m)] = std::cos(t);
-        sn_[d][static_cast<std::size_t>(m)] = std::sin(t);
+        cs_[d][static_cast<std::size_t>(m)] = hd::cos(t);
+        sn_[d][static_cast<std::size_t>(m)] = hd::sin(t);
       }
     }
   }
