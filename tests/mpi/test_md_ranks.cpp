@@ -252,16 +252,26 @@ TEST_P(MdRanks, EwaldWithExclusionsAtAnyRankCount) {
                                "special_lj = [0.5, 0.0, 0.0]\ncutoff = 2.5\n");
   std::vector<double> thermo_distributed, thermo_serial;
   const std::vector<double> distributed = run_md(cfg, world, ex, &thermo_distributed);
-  std::int64_t differ = 0;
+  // The list built by kernels (at one rank the atoms, charges and special partners re-sorted by bin
+  // on the backend at every build).
+  const std::vector<double> by_kernels = run_md(
+      md_config("[md]\ndata_file = \"" + path + "\"\ntemperature = 3.0\ndt = 0.002\npair_style = \"lj/cut/coul/long\"\n"
+                "kspace_style = \"ewald\"\nkspace_tolerance = 1e-3\nspecial_lj = [0.5, 0.0, 0.0]\ncutoff = 2.5\n"
+                "neighbor_build = \"kernels\"\n"),
+      world, ex);
+  std::int64_t differ = 0, differ_kernels = 0;
   if (world.is_root()) {
     omp_set_num_threads(2);
     const std::vector<double> serial = run_md(cfg, Comm::self(), ex, &thermo_serial);
     omp_set_num_threads(1);
     differ = serial == distributed ? 0 : 1;
+    differ_kernels = serial == by_kernels ? 0 : 1;
     EXPECT_FALSE(serial.empty());
     EXPECT_TRUE(thermo_serial == thermo_distributed) << "thermo output differs between " << world.size() << " ranks and 1 rank";
   }
   EXPECT_EQ(world.sum(differ), 0) << "Ewald: trajectories differ between " << world.size() << " ranks and 1 rank";
+  EXPECT_EQ(world.sum(differ_kernels), 0) << "Ewald, kernel-built list: trajectories differ between " << world.size()
+                                          << " ranks and 1 rank";
   world.barrier();
   if (world.is_root()) std::remove(path.c_str());
 }
