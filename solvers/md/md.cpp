@@ -406,8 +406,9 @@ class MdModel : public Model {
 std::unique_ptr<Model> create(const Config& cfg, const Context& ctx) { return std::make_unique<MdModel>(cfg, ctx); }
 
 void register_solver(SolverRegistry& r) {
-  r.add(SolverEntry{"md", "molecular dynamics: Lennard-Jones atoms, Verlet lists, velocity Verlet, spatial decomposition",
-                    declare_keys, check, create, {"position", "velocity", "image", "id", "type", "thermostat_work"}, true});
+  r.add(SolverEntry{"md", "molecular dynamics: Lennard-Jones atoms, charges (Ewald), Verlet lists, velocity Verlet, spatial decomposition",
+                    declare_keys, check, create,
+                    {"position", "velocity", "image", "id", "type", "thermostat_work", "charge", "molecule", "special"}, true});
 }
 
 }  // namespace cumulus::md
