@@ -18,6 +18,8 @@
 
 #include "core/error.hpp"
 #include "core/exact_sum.hpp"
+#include "core/hd_math.hpp"
+#include "core/log.hpp"
 #include "core/memory.hpp"
 #include "core/strings.hpp"
 #include "solvers/md/kspace.hpp"
@@ -76,13 +78,18 @@ EwaldParams ewald_params(const Config& cfg, const std::array<double, 3>& L, cons
 
 class Ewald : public KSpace {
  public:
-  Ewald(const Units& u, const EwaldParams& p, const ChargeTotals& c) : u_(u), p_(p), charges_(c) {}
+  Ewald(const Units& u, const EwaldParams& p, const ChargeTotals& c) : u_(u), p_(p), charges_(c) {
+    // A warning above LAMMPS's threshold (1e-5 e): a neutral file's charges sum to rounding, not 0.
+    if (std::fabs(c.qsum) > 1e-5)
+      log_warn(strprintf("md: the system's net charge is %.10g e: the Ewald sum adds a uniform neutralising background "
+                         "(energy -qqr2e pi Q^2 / (2 V alpha^2))", c.qsum));
+  }
 
   std::string describe() const override {
     return strprintf("; k-space: Ewald sum, alpha %.10g, kmax %d %d %d%s (%zu vectors in half of k-space), tin-foil%s", p_.alpha,
                      p_.kmax[0], p_.kmax[1], p_.kmax[2],
                      p_.n2max > 0 ? strprintf(", |n|^2 <= %lld", static_cast<long long>(p_.n2max)).c_str() : "",
-                     nk_, charges_.qsum != 0 ? strprintf(", net charge %g with a neutralising background", charges_.qsum).c_str() : "");
+                     nk_, std::fabs(charges_.qsum) > 1e-5 ? strprintf(", net charge %g with a neutralising background", charges_.qsum).c_str() : "");
   }
   double alpha() const override { return p_.alpha; }
 
@@ -137,7 +144,7 @@ class Ewald : public KSpace {
       w_[5] -= e * b * kv[1] * kv[2];
     }
     e_self_ = -u_.qqr2e * p_.alpha / std::sqrt(kPi) * charges_.qsqsum;
-    e_bg_ = -u_.qqr2e * kPi * charges_.qsum * charges_.qsum / (2 * volume_ * p_.alpha * p_.alpha);
+    e_bg_ = charges_.qsum == 0 ? 0.0 : -u_.qqr2e * kPi * charges_.qsum * charges_.qsum / (2 * volume_ * p_.alpha * p_.alpha);
     for (int c = 0; c < 3; ++c) w_[static_cast<std::size_t>(c)] += e_bg_;
     // Each atom's force, and its shares of the energy and virial (the reciprocal energy's share
     // q_j (cos Re S + sin Im S) per k sums to |S|^2; its virial trace is the energy times
@@ -229,7 +236,8 @@ class Ewald : public KSpace {
   }
 
   // Atom i's cos and sin of 2 pi n x_d / L_d for n = 0 .. kmax_d along each axis (each angle's own
-  // library call: the values depend on the atom's coordinate alone).
+  // call: the values depend on the atom's coordinate alone; core/hd_math's, which a CUDA pass of
+  // this sum would reproduce bit for bit).
   void tables(int i) {
     const double r[3] = {x_[static_cast<std::size_t>(i)], y_[static_cast<std::size_t>(i)], z_[static_cast<std::size_t>(i)]};
     for (int d = 0; d < 3; ++d) {
@@ -237,8 +245,8 @@ class Ewald : public KSpace {
       sn_[d].resize(static_cast<std::size_t>(p_.kmax[d]) + 1);
       for (int m = 0; m <= p_.kmax[d]; ++m) {
         const double t = unit_[d] * m * r[d];
-        cs_[d][static_cast<std::size_t>(m)] = std::cos(t);
-        sn_[d][static_cast<std::size_t>(m)] = std::sin(t);
+        cs_[d][static_cast<std::size_t>(m)] = hd::cos(t);
+        sn_[d][static_cast<std::size_t>(m)] = hd::sin(t);
       }
     }
   }

@@ -217,11 +217,11 @@ class MdModel : public Model {
 
   // The atoms this rank owns at the start: a lattice's, or the data file's (shifted so the box
   // starts at 0, wrapped into it with the image counts kept, ids from 0 (file id - 1), types
-  // from 0).
+  // from 0, with their charges, molecule ids and special partners where the job has them).
   void place_atoms(bool from_file) {
-    std::vector<std::int64_t> ids, mols;
+    std::vector<std::int64_t> ids;
     std::vector<int> types, img[3];
-    std::vector<double> x[3], v[3], qs;
+    std::vector<double> x[3], v[3];
     std::vector<std::size_t> rows;  // the data file's row of each kept atom
     auto keep = [&](std::int64_t id, int type, const double p[3], const int im[3], const double* vel) {
       type_counts_[static_cast<std::size_t>(type)] += 1;
@@ -408,8 +408,9 @@ class MdModel : public Model {
 std::unique_ptr<Model> create(const Config& cfg, const Context& ctx) { return std::make_unique<MdModel>(cfg, ctx); }
 
 void register_solver(SolverRegistry& r) {
-  r.add(SolverEntry{"md", "molecular dynamics: Lennard-Jones atoms, Verlet lists, velocity Verlet, spatial decomposition",
-                    declare_keys, check, create, {"position", "velocity", "image", "id", "type", "thermostat_work"}, true});
+  r.add(SolverEntry{"md", "molecular dynamics: Lennard-Jones atoms, charges (Ewald), Verlet lists, velocity Verlet, spatial decomposition",
+                    declare_keys, check, create,
+                    {"position", "velocity", "image", "id", "type", "thermostat_work", "charge", "molecule", "special"}, true});
 }
 
 }  // namespace cumulus::md

@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "core/exact_sum.hpp"
+#include "core/hd_math.hpp"
 #include "core/exec.hpp"
 #include "core/kernel_pass.hpp"
 #include "solvers/md/md_kernels.hpp"
@@ -23,7 +24,9 @@ struct CoulParams {
 // One pair's terms: F(r) / r, LJ energy, real-space Coulomb energy of the pair as scaled
 // (special_coul erfc part), and the correction for the part a special pair leaves out of the
 // k-space sum: -(1 - special_coul) qqr2e q_i q_j erf(alpha r) / r (NIST's "intramolecular" term for
-// an excluded pair). As LAMMPS's pair lj/cut/coul/long computes them, with the exact erfc.
+// an excluded pair). As LAMMPS's pair lj/cut/coul/long computes them, with the exact erfc: hd::erfc
+// and hd::exp (core/hd_math.hpp) rather than the libraries', so that the host and CUDA passes give
+// the same bits (sqrt and division are correctly rounded on both).
 struct CoulTerms {
   double fpair = 0, evdwl = 0, ecoul = 0, ecorr = 0;
 };
@@ -31,7 +34,7 @@ CUMULUS_HD inline CoulTerms coul_pair(const LjCoefficients& lj, const CoulParams
   CoulTerms t;
   double force = 0;
   if (r2 < p.cut2) {
-    const double r = sqrt(r2), grij = p.alpha * r, expm2 = exp(-grij * grij), erfc_ = erfc(grij);
+    const double r = sqrt(r2), grij = p.alpha * r, expm2 = hd::exp(-grij * grij), erfc_ = hd::erfc(grij);
     const double prefactor = p.qqr2e * qiqj / r;
     const double fc = p.special_coul[level];
     // 2 / sqrt(pi) = 1.1283791670955126

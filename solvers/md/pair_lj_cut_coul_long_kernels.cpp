@@ -28,39 +28,64 @@ CUMULUS_HD inline double share(int which, double dx, double dy, double dz, const
 }
 }  // namespace
 
-void coul_forces(const Exec& ex, const Atoms& a, const LjTable& lj, const CoulParams& p) {
+// One owned atom's pairs over the full list: its force, and half of each pair's energy and virial.
+CUMULUS_HD inline void coul_atom(const Atoms& a, const LjTable& lj, const CoulParams& p, int i, bool energy) {
+  const double xi = a.x[i], yi = a.y[i], zi = a.z[i], qi = a.q[i];
+  double fx = 0, fy = 0, fz = 0, pe = 0, vir = 0;
+  for (std::int64_t k = a.start[i]; k < a.start[i + 1]; ++k) {
+    const int j = a.neighbors[k];
+    const double dx = minimum_image(xi - a.x[j], a.box[0]), dy = minimum_image(yi - a.y[j], a.box[1]),
+                 dz = minimum_image(zi - a.z[j], a.box[2]);
+    const double r2 = dx * dx + dy * dy + dz * dz;
+    const int level = a.nspecial > 0 ? special_level(a, i, a.id[j]) : 0;
+    const CoulTerms t = coul_pair(coefficients(a, lj, i, j), p, r2, qi * a.q[j], level);
+    fx += dx * t.fpair;
+    fy += dy * t.fpair;
+    fz += dz * t.fpair;
+    pe += t.evdwl + t.ecoul + t.ecorr;
+    vir += r2 * t.fpair;
+  }
+  a.fx[i] = fx;
+  a.fy[i] = fy;
+  a.fz[i] = fz;
+  if (energy) {
+    a.pe[i] = 0.5 * pe;
+    a.virial[i] = 0.5 * vir;
+  }
+}
+
+#if !defined(__CUDACC__)
+// The host's loops are compiled three times and chosen at run time (as lj/cut's): with FMA in the
+// instruction set, hd::erfc's and hd::exp's fused multiply-adds are single instructions rather
+// than calls into libm (which took a fifth of the time); an FMA is correctly rounded either way, and
+// the build forbids contraction (-ffp-contract=off), so every version gives the same bits.
+#define CUMULUS_COUL_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+namespace {
+CUMULUS_COUL_CLONES void coul_forces_full_host(const Atoms& a, const LjTable& lj, const CoulParams& p) {
   const bool energy = a.energy;
-  for_each(ex, "md.forces", Box(0, 0, 0, a.n, 1, 1), [=] CUMULUS_HD(int i, int, int) {
-    const double xi = a.x[i], yi = a.y[i], zi = a.z[i], qi = a.q[i];
-    double fx = 0, fy = 0, fz = 0, pe = 0, vir = 0;
-    for (std::int64_t k = a.start[i]; k < a.start[i + 1]; ++k) {
-      const int j = a.neighbors[k];
-      const double dx = minimum_image(xi - a.x[j], a.box[0]), dy = minimum_image(yi - a.y[j], a.box[1]),
-                   dz = minimum_image(zi - a.z[j], a.box[2]);
-      const double r2 = dx * dx + dy * dy + dz * dz;
-      const int level = a.nspecial > 0 ? special_level(a, i, a.id[j]) : 0;
-      const CoulTerms t = coul_pair(coefficients(a, lj, i, j), p, r2, qi * a.q[j], level);
-      fx += dx * t.fpair;
-      fy += dy * t.fpair;
-      fz += dz * t.fpair;
-      pe += t.evdwl + t.ecoul + t.ecorr;
-      vir += r2 * t.fpair;
-    }
-    a.fx[i] = fx;
-    a.fy[i] = fy;
-    a.fz[i] = fz;
-    if (energy) {
-      a.pe[i] = 0.5 * pe;
-      a.virial[i] = 0.5 * vir;
-    }
-  });
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < a.n; ++i) coul_atom(a, lj, p, i, energy);
+}
+}  // namespace
+#endif
+
+void coul_forces(const Exec& ex, const Atoms& a, const LjTable& lj, const CoulParams& p) {
+#if !defined(__CUDACC__)
+  if (!ex.is_cuda()) {
+    detail::KernelTimer<int> timer(ex, "md.forces");
+    coul_forces_full_host(a, lj, p);
+    return;
+  }
+#endif
+  const bool energy = a.energy;
+  for_each(ex, "md.forces", Box(0, 0, 0, a.n, 1, 1), [=] CUMULUS_HD(int i, int, int) { coul_atom(a, lj, p, i, energy); });
 }
 
 #if !defined(__CUDACC__)
 // The half list: each pair once, from the slot of the smaller id; its terms added to both atoms
 // (the partner's force the exact negative), so each owned atom receives them in ascending partner id
 // as the full list gives them. Ghost entries are scratch.
-void coul_forces_half(const Atoms& a, const LjTable& lj, const CoulParams& p) {
+CUMULUS_COUL_CLONES void coul_forces_half(const Atoms& a, const LjTable& lj, const CoulParams& p) {
   auto zero = [&](int i) {
     a.fx[i] = a.fy[i] = a.fz[i] = 0;
     a.pe[i] = a.virial[i] = 0;

@@ -51,7 +51,6 @@ Setup read_setup(const Config& cfg, int file_types) {
   s.rdf_range = cfg.get<double>("md.rdf_range");
   s.data_file = data_file_path(cfg);
   s.units = units_named(cfg.get<std::string>("md.units"));
-  s.kspace_style = cfg.get<std::string>("md.kspace_style");
   // The interaction range: the pair style's longest cutoff (only when the types are consistent;
   // check() reports them first).
   if (static_cast<int>(s.masses.size()) == s.ntypes) s.cutoff = force_style(s.pair_style).reach(cfg, s.ntypes);
@@ -121,8 +120,9 @@ void declare_keys(Schema& s) {
       .def(std::string("lj"))
       .one_of({"lj", "real"});
   s.key("md.data_file", ValueType::string,
-        "A LAMMPS data file (atom_style atomic, orthogonal box) to start from instead of a lattice; its Masses "
-        "replace md.mass, its Velocities (if any) md.temperature. Relative to the job file's directory")
+        "A LAMMPS data file (atom_style atomic, charge or full, orthogonal box; with the topology sections) to start "
+        "from instead of a lattice; its Masses replace md.mass, its Velocities (if any) md.temperature. Relative to the "
+        "job file's directory")
       .def(std::string());
   s.key("md.rdf_every", ValueType::integer,
         "Sample the radial distribution function every this many steps (0: off); the average since the start (or "

@@ -32,7 +32,6 @@ struct Setup {
   std::string neighbor_build = "auto";
   double rdf_range = 0;
   Units units;  // md.units: lj or real (units.hpp)
-  std::string kspace_style = "none";
 };
 
 void declare_keys(Schema& s);

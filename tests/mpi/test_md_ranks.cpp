@@ -218,50 +218,64 @@ TEST_P(MdRanks, KernelBuiltListGivesTheSameBits) {
   }
 }
 
-// Charges with the Ewald sum and exclusions: a hot ionic liquid (512 ions of charge +-1 on a
-// simple cubic lattice, melting), every second pair of neighbours along x bonded (a 1-2 special
-// pair: LJ at half strength, Coulomb excluded with the k-space correction). The structure factor
+namespace {
+// The ionic liquid of the Ewald cases: 512 ions of charge +-1 on a simple cubic lattice (spacing
+// 1.25, box 10: 14 ownership cells along each axis, splittable over 1-4 ranks), every two along x
+// bonded (atom_style full).
+void write_ions(const std::string& path) {
+  const int m = 8;
+  const double a = 1.25, L = m * a;
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fprintf(f, "ions\n\n%d atoms\n2 atom types\n%d bonds\n1 bond types\n\n0 %.17g xlo xhi\n0 %.17g ylo yhi\n0 %.17g zlo zhi\n\n"
+               "Masses\n\n1 1\n2 1.5\n\nAtoms # full\n\n", m * m * m, m * m * m / 2, L, L, L);
+  int k = 0;
+  for (int z = 0; z < m; ++z)
+    for (int y = 0; y < m; ++y)
+      for (int x = 0; x < m; ++x) {
+        const int pos = (x + y + z) % 2 == 0;
+        std::fprintf(f, "%d %d %d %g %.17g %.17g %.17g\n", k + 1, k / 2 + 1, pos ? 1 : 2, pos ? 1.0 : -1.0, x * a, y * a, z * a);
+        ++k;
+      }
+  std::fprintf(f, "\nBonds\n\n");
+  for (int b = 0; b < k / 2; ++b) std::fprintf(f, "%d 1 %d %d\n", b + 1, 2 * b + 1, 2 * b + 2);
+  std::fclose(f);
+}
+std::string ewald_job(const std::string& path, const std::string& extra = "", const std::string& style = "ewald") {
+  return "[md]\ndata_file = \"" + path + "\"\ntemperature = 3.0\ndt = 0.002\npair_style = \"lj/cut/coul/long\"\n"
+         "kspace_style = \"" + style + "\"\nkspace_tolerance = 1e-3\nspecial_lj = [0.5, 0.0, 0.0]\ncutoff = 2.5\n" + extra;
+}
+}  // namespace
+
+// Charges with the Ewald sum and exclusions: a hot ionic liquid (write_ions, melting), each bonded
+// pair a 1-2 special pair (LJ at half strength, Coulomb excluded with the k-space correction). The structure factor
 // is summed exactly over ranks, so forces, trajectories and thermo must have the same bits at any
 // rank count, with the special partners migrating and going to ghosts with their atoms.
 namespace {
 void charged_liquid_at_any_rank_count(const Exec& ex, const std::string& style) {
   const Comm world = Comm::world();
   const std::string path = "/tmp/cumulus_md_" + style + "_np" + std::to_string(world.size()) + ".data";
-  if (world.is_root()) {
-    const int m = 8;  // a box of 10: 14 ownership cells along each axis, splittable over 1-4 ranks
-    const double a = 1.25, L = m * a;
-    std::FILE* f = std::fopen(path.c_str(), "w");
-    ASSERT_NE(f, nullptr);
-    std::fprintf(f, "ions\n\n%d atoms\n2 atom types\n%d bonds\n1 bond types\n\n0 %.17g xlo xhi\n0 %.17g ylo yhi\n0 %.17g zlo zhi\n\n"
-                 "Masses\n\n1 1\n2 1.5\n\nAtoms # full\n\n", m * m * m, m * m * m / 2, L, L, L);
-    int k = 0;
-    for (int z = 0; z < m; ++z)
-      for (int y = 0; y < m; ++y)
-        for (int x = 0; x < m; ++x) {
-          const int pos = (x + y + z) % 2 == 0;
-          std::fprintf(f, "%d %d %d %g %.17g %.17g %.17g\n", k + 1, k / 2 + 1, pos ? 1 : 2, pos ? 1.0 : -1.0, x * a, y * a, z * a);
-          ++k;
-        }
-    std::fprintf(f, "\nBonds\n\n");
-    for (int b = 0; b < k / 2; ++b) std::fprintf(f, "%d 1 %d %d\n", b + 1, 2 * b + 1, 2 * b + 2);
-    std::fclose(f);
-  }
+  if (world.is_root()) write_ions(path);
   world.barrier();
-  const Config cfg = md_config("[md]\ndata_file = \"" + path + "\"\ntemperature = 3.0\ndt = 0.002\n"
-                               "pair_style = \"lj/cut/coul/long\"\nkspace_style = \"" + style + "\"\nkspace_tolerance = 1e-3\n"
-                               "special_lj = [0.5, 0.0, 0.0]\ncutoff = 2.5\n");
+  const Config cfg = md_config(ewald_job(path, "", style));
   std::vector<double> thermo_distributed, thermo_serial;
   const std::vector<double> distributed = run_md(cfg, world, ex, &thermo_distributed);
-  std::int64_t differ = 0;
+  // The list built by kernels (at one rank the atoms, charges and special partners re-sorted by bin
+  // on the backend at every build).
+  const std::vector<double> by_kernels = run_md(md_config(ewald_job(path, "neighbor_build = \"kernels\"\n", style)), world, ex);
+  std::int64_t differ = 0, differ_kernels = 0;
   if (world.is_root()) {
     omp_set_num_threads(2);
     const std::vector<double> serial = run_md(cfg, Comm::self(), ex, &thermo_serial);
     omp_set_num_threads(1);
     differ = serial == distributed ? 0 : 1;
+    differ_kernels = serial == by_kernels ? 0 : 1;
     EXPECT_FALSE(serial.empty());
     EXPECT_TRUE(thermo_serial == thermo_distributed) << "thermo output differs between " << world.size() << " ranks and 1 rank";
   }
   EXPECT_EQ(world.sum(differ), 0) << style << ": trajectories differ between " << world.size() << " ranks and 1 rank";
+  EXPECT_EQ(world.sum(differ_kernels), 0) << style << ", kernel-built list: trajectories differ between " << world.size()
+                                          << " ranks and 1 rank";
   world.barrier();
   if (world.is_root()) std::remove(path.c_str());
 }
@@ -298,5 +312,26 @@ TEST(MdBackends, CudaMatchesHostBitwise) {
     std::int64_t differ = world.is_root() && host != cuda ? 1 : 0;
     EXPECT_EQ(world.sum(differ), 0) << "CUDA trajectory differs from the host's: " << extra;
   }
+  release_backend(gpu);
+}
+
+// The Ewald case on CUDA against the host, bit for bit: the pair term's erfc and exp are
+// core/hd_math's on both backends, and the k-space sum runs on the host either way.
+TEST(MdBackends, EwaldCudaMatchesHostBitwise) {
+  if (!cuda_built() || cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  const Comm world = Comm::world();
+  Exec gpu = select_backend("cuda", world.local_rank(), nullptr);
+  const std::string path = "/tmp/cumulus_md_ewald_cuda_np" + std::to_string(world.size()) + ".data";
+  if (world.is_root()) write_ions(path);
+  world.barrier();
+  for (const std::string extra : {"", "neighbor_build = \"kernels\"\n"}) {
+    const Config cfg = md_config(ewald_job(path, extra));
+    const std::vector<double> host = run_md(cfg, world, Exec::host());
+    const std::vector<double> cuda = run_md(cfg, world, gpu);
+    std::int64_t differ = world.is_root() && host != cuda ? 1 : 0;
+    EXPECT_EQ(world.sum(differ), 0) << "CUDA Ewald trajectory differs from the host's: " << extra;
+  }
+  world.barrier();
+  if (world.is_root()) std::remove(path.c_str());
   release_backend(gpu);
 }

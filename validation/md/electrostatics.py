@@ -6,6 +6,8 @@
             exp(-k^2/4alpha^2) ~ 1e-14): the Madelung constants 1.747564594633 and 1.762674773 (per
             nearest-neighbour distance) from the energy per ion pair, target 1e-10 relative; and the
             virial pressure against E/(3V) (a Coulomb energy is homogeneous of degree -1).
+  net_charge A simple cubic lattice of +1 charges in the neutralising background (27 ions): energy
+            per ion against the Wigner constant -2.837297479 / (2a), to 1e-10; the log warns.
   nist      NIST's SPC/E water reference calculation, sample configuration 1 (100 molecules,
             L = 20 A, 10 A cutoff, alpha = 5.6/L, |n|^2 < 27; nist-spce/README.md has the citation):
             every term to NIST's six digits (E/k_B in K through LAMMPS's boltz) and to 1e-6 relative
@@ -18,6 +20,8 @@
   nve_lammps Molten NaCl (512 ions, real units, Na+ / Cl- LJ mixed Lorentz-Berthelot, velocities in
             the data file), 100 steps of NVE at 1 fs against LAMMPS's fix nve with the same Ewald
             parameters: temperature, energies and pressure (relative to its range) row by row.
+  nve_energy Molten NaCl under Ewald, 2,000 steps of 2 fs NVE (LJ shifted): the total energy's drift
+            and RMS fluctuation relative to the kinetic energy (not in --quick).
   lammps    The same SPC/E data file through LAMMPS (Debian's lmp: pair lj/cut/coul/long, kspace
             ewald with the same alpha and kmax, pair_modify table 0): energies and pressure.
 
@@ -130,6 +134,31 @@ def madelung(binary, out, check, quick):
         check(f"{name} ({len(atoms)} ions, alpha {alpha:.4f}, kmax {kmax}) Madelung", -2 * pe * r0, ref, 1e-10)
         natoms, V = len(atoms), L ** 3
         check(f"{name} virial pressure = E / 3V", r["virial_pressure"], pe * natoms / (3 * V), 1e-12)
+
+
+WIGNER_SC = 2.837297479480620  # one charge in a cubic box with its neutralising background: E = -xi q^2 / (2 L)
+
+
+def net_charge(binary, out, check, quick):
+    """A net charge: ions of charge +1 on a simple cubic lattice in a uniform neutralising
+    background (a Wigner crystal): E per ion = -xi / (2 a), xi = 2.837297479 (the Madelung constant
+    of the simple cubic Wigner lattice, the finite-size constant of charged periodic systems). A
+    warning, not an error."""
+    print("net_charge: a simple cubic lattice of +1 charges with the neutralising background")
+    m = 3
+    atoms = [(1, 1.0, float(i), float(j), float(k)) for i in range(m) for j in range(m) for k in range(m)]
+    data = os.path.join(out, "wigner.data")
+    write_data(data, "Wigner crystal", [(0.0, float(m))] * 3, [1.0], atoms)
+    rc = 0.5 * m - 0.3 - 1e-9
+    alpha = 5.8 / rc
+    kmax = math.ceil(2 * alpha * math.sqrt(34) * m / (2 * math.pi))
+    rows = run_cumulus(binary, os.path.join(out, "wigner"), data,
+                       {"pair_style": '"coul/long"', "kspace_style": '"ewald"', "cutoff": rc, "skin": 0.3,
+                        "temperature": 0, "ewald_alpha": alpha, "ewald_kmax": f"[{kmax}]"})
+    check(f"Wigner crystal ({len(atoms)} ions, net charge {len(atoms)}) energy per ion x 2a", -2 * rows[0]["pe_per_atom"], WIGNER_SC, 1e-10)
+    with open(os.path.join(out, "wigner", "run", "cumulus.log")) as f:
+        log = f.read()
+    check("a net charge gives a warning (log)", 1.0 if "warning: md: the system's net charge is 27" in log else 0.0, 1.0, 0.0)
 
 
 def read_spce():
@@ -548,6 +577,34 @@ run {steps}
           f"{max(abs(x - e[0]) for x in e):.3e}")
 
 
+def nve_energy(binary, out, check, quick):
+    """Energy conservation of molten NaCl under the Ewald sum: 512 ions, real units, LJ shifted at
+    its cutoff, alpha 0.32 (erfc(alpha rc) = 6e-6), kmax 8, dt 2 fs; the first 200 steps (the
+    melting of the expanded crystal) left out, then the total energy's linear drift and RMS
+    fluctuation about it, relative to the kinetic energy."""
+    steps, skip, dt = (300, 100, 2.0) if quick else (2000, 200, 2.0)
+    print(f"nve_energy: molten NaCl (512 ions), Ewald, {steps} steps of {dt} fs NVE: drift and fluctuation")
+    data = os.path.join(out, "nacl_melt.data")
+    L, n = molten_nacl(data)
+    keys = {"units": '"real"', "pair_style": '"lj/cut/coul/long"', "kspace_style": '"ewald"', "cutoff": 10.0, "skin": 1.0,
+            "dt": dt, "ewald_alpha": 0.32, "ewald_kmax": "[8]", "shift": "true"}
+    for t, (e, sg) in NACL_LJ.items():
+        keys[f"pairs.t{t}"] = f"{{ types = [{t}, {t}], epsilon = {e!r}, sigma = {sg!r} }}"
+    rows = run_cumulus(binary, os.path.join(out, "nacl_nve"), data, keys, steps=steps)
+    rows = [r for r in rows if r["step"] >= skip]
+    t = [r["step"] * dt for r in rows]
+    e = [r["etotal_per_atom"] * n for r in rows]
+    ke = sum(r["ke_per_atom"] * n for r in rows) / len(rows)
+    tm, em = sum(t) / len(t), sum(e) / len(e)
+    slope = sum((a - tm) * (b - em) for a, b in zip(t, e)) / sum((a - tm) ** 2 for a in t)
+    rms = math.sqrt(sum((b - (em + slope * (a - tm))) ** 2 for a, b in zip(t, e)) / len(e))
+    temp = sum(r["temperature"] for r in rows) / len(rows)
+    print(f"  mean T {temp:.1f} K, mean KE {ke:.3f} kcal/mol; drift {slope * 1000:+.4e} kcal/mol/ps "
+          f"({slope * 1000 / ke:+.2e} of KE per ps), RMS fluctuation {rms:.4e} kcal/mol ({rms / ke:.2e} of KE)")
+    check("NVE drift per ps / KE", abs(slope * 1000 / ke), 0.0, 1e-3, relative=False)
+    check("NVE RMS fluctuation / KE", rms / ke, 0.0, 1e-3, relative=False)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("binary", nargs="?", default=os.path.join(REPO, "build", "cumulus"))
@@ -558,10 +615,10 @@ def main():
     binary = os.path.abspath(args.binary)
     os.makedirs(args.out, exist_ok=True)
     check = Check()
-    cases = args.cases or "madelung,nist,lammps,forces_lammps,nve_lammps"
+    cases = args.cases or "madelung,net_charge,nist,lammps,forces_lammps,nve_lammps" + ("" if args.quick else ",nve_energy")
     for case in cases.split(","):
-        {"madelung": madelung, "nist": nist, "lammps": lammps, "forces_lammps": forces_lammps,
-         "nve_lammps": nve_lammps}[case](binary, os.path.abspath(args.out), check, args.quick)
+        {"madelung": madelung, "net_charge": net_charge, "nist": nist, "lammps": lammps, "forces_lammps": forces_lammps,
+         "nve_lammps": nve_lammps, "nve_energy": nve_energy}[case](binary, os.path.abspath(args.out), check, args.quick)
     if check.failed:
         print("FAILED: " + ", ".join(check.failed))
         return 1
