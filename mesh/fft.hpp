@@ -141,6 +141,9 @@ class FftPlan {
   void make_stages();
   void make_transposes(const CartesianDecomposition& bricks);
   void make_line_plans();
+  void destroy_line_plans();
+  // Lines per batch: fixed by the global sizes only (fft_lines.cpp).
+  static int line_batch(const Exec& exec, const Index3& n);
   void check_memory() const;
   template <class E>
   void transpose(const Transpose& t, bool reverse, const StridedView<E>& src, const StridedView<E>& dst,
