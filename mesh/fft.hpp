@@ -213,7 +213,7 @@ class FftPlan {
   std::array<bool, 6> host_single_{};
   std::array<int, 6> cuda_plans_{};
   bool cuda_plans_made_ = false;
-  Buffer<unsigned char> cuda_work_;
+  void* cuda_work_ = nullptr;  // cuFFT's work area, from the stream-ordered pool
   double t_transposes_ = 0, t_lines_ = 0, t_compute_ = 0, pass_compute_ = 0;
   // Host: per-thread scratch for the fused passes (two halves of scratch_slot_ bytes: a batch in, a batch out).
   Buffer<unsigned char> scratch_;

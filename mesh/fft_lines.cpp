@@ -133,6 +133,7 @@ void FftPlan<T>::destroy_line_plans() {
   if (cuda_plans_made_)
     for (int p = 0; p < 6; ++p)
       if (cuda_plans_[p]) cufft().destroy(cuda_plans_[p]);
+  if (cuda_work_) cudaFreeAsync(cuda_work_, exec_.stream());
 #endif
 }
 
@@ -219,9 +220,16 @@ void FftPlan<T>::make_line_plans() {
       cufft_check(api.set_stream(h, exec_.stream()), "cufftSetStream");
     }
   }
-  cuda_work_ = Buffer<unsigned char>(Backend::cuda, std::max<std::size_t>(most, 1), "fft.cufft_work");
+  // The work area from the stream-ordered pool (select_backend keeps the pool's memory), on the
+  // Exec's stream, made once here and returned by destroy_line_plans.
+  const std::size_t bytes = std::max<std::size_t>(most, 1);
+  const cudaError_t e = cudaMallocAsync(&cuda_work_, bytes, exec_.stream());
+  if (e != cudaSuccess) {
+    cudaGetLastError();  // not sticky: report it once, here
+    throw Error(strprintf("cannot allocate %.3g GB of cuFFT work area on the GPU: %s", bytes / 1e9, cudaGetErrorString(e)));
+  }
   for (int p = 0; p < 2 * (last_stage() + 1); ++p)
-    cufft_check(api.set_work_area(cuda_plans_[p], cuda_work_.data()), "cufftSetWorkArea");
+    cufft_check(api.set_work_area(cuda_plans_[p], cuda_work_), "cufftSetWorkArea");
 #else
   throw Error("FftPlan: a CUDA Exec in a build without CUDA");
 #endif
