@@ -371,7 +371,17 @@ std::string inspect_hdf5(const std::string& path) {
     for (std::size_t k = 0; k < dims.size(); ++k) shape += (k ? " x " : "") + std::to_string(dims[k]);
     std::string status = "no checksum";
     std::string units = h5::has_attr(d, "units") ? h5::read_attr_string(d, "units") : "";
-    if (h5::has_attr(d, "checksum") && h5::has_attr(d, "dtype") && dims.size() == 4) {
+    // The shape is the file's word alone: before a buffer is allocated from it, each extent must be
+    // an int (a Box) and the bytes it implies must be stored in the file (checkpoints are written
+    // whole and uncompressed), so that a damaged or hostile header cannot ask for terabytes.
+    double cells = dims.size() == 4 ? 1.0 : 0.0;
+    for (const hsize_t e : dims) cells *= static_cast<double>(e);
+    const bool extents_ok = dims.size() == 4 && std::all_of(dims.begin(), dims.end(), [](hsize_t e) { return e <= 2147483647u; });
+    const bool stored = extents_ok && cells * 8 <= 1e15 && cells <= static_cast<double>(H5Dget_storage_size(d));
+    if (dims.size() == 4 && h5::has_attr(d, "checksum") && !stored) {
+      status = "SHAPE NOT STORED IN THE FILE";
+      all_ok = false;
+    } else if (h5::has_attr(d, "checksum") && h5::has_attr(d, "dtype") && dims.size() == 4) {
       GridArray a;
       a.name = name;
       const std::string dt = h5::read_attr_string(d, "dtype");

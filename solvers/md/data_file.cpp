@@ -3,12 +3,14 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/input_limits.hpp"
 #include "core/strings.hpp"
 
 namespace cumulus::md {
@@ -17,6 +19,10 @@ DataFile read_data_file(const std::string& path, bool header_only) {
   std::ifstream in(path);
   if (!in) throw InputError("cannot open LAMMPS data file '" + path + "'");
   DataFile d;
+  std::error_code size_error;
+  const std::uintmax_t file_bytes = std::filesystem::file_size(path, size_error);
+  // Only a regular file has a size to bound the counts by (and /dev/zero would be one endless line).
+  if (size_error) throw InputError("LAMMPS data file '" + path + "' is not a regular file");
   std::string line;
   long n = 0;
   auto fail = [&](const std::string& what) {
@@ -46,10 +52,19 @@ DataFile read_data_file(const std::string& path, bool header_only) {
       if (end == x.c_str() || *end != '\0' || !std::isfinite(v)) fail("expected a number, got '" + x + "'");
       return v;
     };
+    // Counts are checked before anything is allocated from them (core/input_limits.hpp): the
+    // shortest Atoms line is "1 1 0 0 0\n" (10 bytes), the shortest Masses line "1 1\n" (4 bytes).
+    auto count = [&](const std::string& what, const limits::CountLimit& lim) {
+      const double v = number(w[0]);
+      const std::string problem = limits::count_problem(v, what, lim);
+      if (!problem.empty()) fail(problem);
+      return static_cast<std::int64_t>(v);
+    };
     if (w.size() == 2 && w[1] == "atoms") {
-      d.natoms = static_cast<std::int64_t>(number(w[0]));
+      // In memory: id, type, position, velocity, image flags and the id index (~180 bytes).
+      d.natoms = count("atoms", {limits::kMaxAtoms, file_bytes, 10, 180});
     } else if (w.size() == 3 && w[1] == "atom" && w[2] == "types") {
-      d.ntypes = static_cast<int>(number(w[0]));
+      d.ntypes = static_cast<int>(count("atom types", {limits::kMaxAtomTypes, file_bytes, 4, 8}));
     } else if (w.size() == 4 && (w[2] == "xlo" || w[2] == "ylo" || w[2] == "zlo")) {
       const int a = w[2][0] - 'x';
       d.lo[a] = number(w[0]);
@@ -104,6 +119,8 @@ DataFile read_data_file(const std::string& path, bool header_only) {
       auto integer = [&](std::size_t k) {
         const double v = num(k);
         if (v != std::floor(v)) fail("expected an integer, got '" + w[k] + "'");
+        // Beyond 2^53 a double no longer holds every integer (and beyond 2^63 the conversion is undefined).
+        if (std::fabs(v) > 9007199254740992.0) fail("the integer '" + w[k] + "' is out of range (at most 2^53 in magnitude)");
         return static_cast<std::int64_t>(v);
       };
       if (rows >= want) fail(strprintf("more %s lines than the header's %lld", section.c_str(), static_cast<long long>(want)));
@@ -126,7 +143,9 @@ DataFile read_data_file(const std::string& path, bool header_only) {
         d.type.push_back(static_cast<int>(ty));
         for (int a = 0; a < 3; ++a) {
           d.x[a].push_back(num(2 + a));
-          d.image[a].push_back(w.size() == 8 ? static_cast<int>(integer(5 + a)) : 0);
+          const std::int64_t im = w.size() == 8 ? integer(5 + a) : 0;
+          if (im < -2147483647 || im > 2147483647) fail("an image flag must fit in 32 bits, got '" + w[5 + a] + "'");
+          d.image[a].push_back(static_cast<int>(im));
           d.v[a].push_back(0.0);
         }
       } else {
