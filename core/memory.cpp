@@ -4,9 +4,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/config.hpp"
+#include "core/exec.hpp"
 #include "core/log.hpp"
 #include "core/strings.hpp"
 
@@ -31,8 +33,23 @@ void check_node_memory(const Config& cfg, const std::string& key, double count, 
                                                         : strprintf("; it would fit on %.0f ranks or more, one per "
                                                                     "node like this one", ranks).c_str()));
   }
-  log_info(strprintf("memory estimate: %.3g GB per rank on %d rank(s) for %.3g %s%s; this node has %.3g GB",
-                     per_rank / 1e9, nranks, count, noun.c_str(), said.c_str(), node / 1e9));
+  // On CUDA the same arrays live in device memory: a job that the backend would put on a GPU must
+  // fit the smallest device visible (each rank its own device; ranks sharing one need more).
+  std::string device_note;
+  const std::string backend = cfg.has("run.backend") ? cfg.get<std::string>("run.backend") : "host";
+  const int devices = backend != "host" && cuda_built() ? cuda_device_count() : 0;
+  if (devices > 0) {
+    double smallest = cuda_device_bytes(0);
+    for (int d = 1; d < devices; ++d) smallest = std::min(smallest, cuda_device_bytes(d));
+    if (smallest > 0 && per_rank > smallest)
+      cfg.fail(key, strprintf("%.3g %s need %.3g GB per rank on %d rank(s)%s, more than the %.3g GB of a CUDA device "
+                              "here; it would fit on %.0f ranks or more, one per device (or run.backend = \"host\")",
+                              count, noun.c_str(), per_rank / 1e9, nranks, said.c_str(), smallest / 1e9,
+                              std::ceil(count * bytes_each / smallest)));
+    if (smallest > 0) device_note = strprintf(", its smallest CUDA device %.3g GB", smallest / 1e9);
+  }
+  log_info(strprintf("memory estimate: %.3g GB per rank on %d rank(s) for %.3g %s%s; this node has %.3g GB%s",
+                     per_rank / 1e9, nranks, count, noun.c_str(), said.c_str(), node / 1e9, device_note.c_str()));
 }
 
 void check_node_memory(const Config& cfg, const std::string& key, double cells, double bytes_per_cell, int nranks,

@@ -18,6 +18,7 @@
 #include "io/checkpoint.hpp"
 #include "io/hdf5_file.hpp"
 #include "solvers/md/data_file.hpp"
+#include "solvers/model.hpp"
 
 using namespace cumulus;
 
@@ -139,4 +140,21 @@ TEST_F(InputLimits, InspectRefusesAShapeTheFileDoesNotStore) {
   EXPECT_NE(out.find("1 x 1 x 1000000 x 1000000"), std::string::npos) << out;
   EXPECT_NE(out.find("NOT VERIFIED: 8e+03 GB is more than half this node's memory"), std::string::npos) << out;
   EXPECT_NE(out.find("verification: FAILED"), std::string::npos) << out;
+}
+
+// Found by tests/fuzz/fuzz_job on its first seed (tests/cli/bad_jobs/nan_diffusivity.toml): the
+// message for a non-finite or huge number converted it to an integer first, which is undefined
+// behaviour (UBSan: "nan is outside the range of representable values of type 'long long'").
+// Under the sanitizer build this case fails on the conversion itself; everywhere it checks the text.
+TEST(JobNumbers, NonFiniteAndHugeNumbersAreNamedWithoutConversion) {
+  const auto& reg = SolverRegistry::all();
+  auto error_for = [&](const std::string& line) {
+    return error_of([&] {
+      parse_job_text("solver = \"heat\"\n[run]\nend_step = 10\n[heat]\ncells = [8, 8]\n" + line + "\n", "job.toml", {},
+                     [&](const std::string& s, Schema& sc) { reg.build_schema(s, sc); });
+    });
+  };
+  EXPECT_NE(error_for("diffusivity = nan").find("expected a finite number, got nan"), std::string::npos);
+  EXPECT_NE(error_for("diffusivity = -inf").find("expected a finite number, got -inf"), std::string::npos);
+  EXPECT_NE(error_for("diffusivity = -1e300").find("value -1e+300 is out of range"), std::string::npos);
 }
