@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 
 #include "core/config.hpp"
 #include "core/exec.hpp"
@@ -16,7 +17,16 @@ namespace cumulus {
 
 double memory::node_bytes() {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  return static_cast<double>(pages) * static_cast<double>(page);
+  double bytes = static_cast<double>(pages) * static_cast<double>(page);
+  // A batch job or a container sees less than the machine: Slurm and container runtimes put it in
+  // a control group with a memory limit (v2: memory.max, "max" when none; v1: a huge number when
+  // none). The smaller of the two is what this process can have.
+  for (const char* path : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    std::ifstream in(path);
+    double limit = 0;
+    if (in >> limit && limit > 0 && (bytes <= 0 || limit < bytes)) bytes = limit;
+  }
+  return bytes;
 }
 
 void check_node_memory(const Config& cfg, const std::string& key, double count, double bytes_each, int nranks,

@@ -12,7 +12,8 @@ namespace cumulus {
 class Config;
 
 namespace memory {
-// The physical memory of this node in bytes (0 when the system does not say).
+// The memory this process may use in bytes: the node's physical memory, or its control group's
+// limit when smaller (a Slurm job, a container); 0 when the system does not say.
 double node_bytes();
 // `what` names the array in the error a failed allocation throws (a field's name, say).
 void* allocate(Backend where, std::size_t bytes, const char* what = nullptr);
