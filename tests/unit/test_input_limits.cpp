@@ -87,8 +87,10 @@ TEST_F(InputLimits, DataFileClaimingMoreAtomsThanItHoldsIsRefusedAtItsHeaderLine
   EXPECT_NE(e.find("in.data:3: 1000000 atoms cannot fit in this file of"), std::string::npos) << e;
 }
 
-// Found by fuzz_data_file: counts and integers beyond what a 64-bit integer holds were converted
-// from double before any check (undefined behaviour, reported by UBSan).
+// Counts and ids beyond what a 64-bit integer holds were converted from double before any check:
+// undefined behaviour, which fuzz_data_file's UBSan reports on the reader before this fix for
+// corpus/data_file/regression_count_1e30.data and regression_id_beyond_int64.data. An image flag
+// past 32 bits wrapped silently (regression_image_flag_beyond_int32.data).
 TEST_F(InputLimits, DataFileHugeOrFractionalCountsAndIdsAreRefused) {
   EXPECT_NE(error_of([&] { md::read_data_file(data_file("1e30 atoms\n1 atom types\n"), true); })
                 .find("in.data:3: 1e+30 atoms is more than cumulus accepts"),
