@@ -3,7 +3,6 @@
 // (app/main.cpp load_job), on one rank, without the CUDA device check.
 #include <mpi.h>
 
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -14,13 +13,10 @@
 
 namespace cumulus::fuzz {
 
-// MPI_Finalize at exit, before LeakSanitizer's check (atexit handlers run last-registered first):
-// what MPI's plugins hold until then is not a leak of cumulus'.
-inline void finalize_mpi() { MPI_Finalize(); }
-
 inline int initialize(int* argc, char*** argv) {
-  MPI_Init(argc, argv);  // the solvers' checks ask for the rank count
-  std::atexit(finalize_mpi);
+  // The solvers' checks ask for the rank count. Never finalised: LeakSanitizer's check at exit
+  // crashes after MPI_Finalize, and what Open MPI holds is suppressed by name (lsan.supp).
+  MPI_Init(argc, argv);
   Log::instance().set_rank(1);  // quiet: check() prints its memory estimate on rank 0
   return 0;
 }
