@@ -8,7 +8,8 @@
 # one, which is only read. A crash, a sanitizer report, a leak, a timeout (-timeout) or an
 # allocation over -malloc_limit_mb fails the run; the input that did it is left as
 # $FUZZ_WORK/<target>-crash-*, to be added to tests/fuzz/corpus/<target>/ with its fix and a named test.
-# Long campaigns (docs/input-limits.md): SECONDS_PER_TARGET=1800 and FUZZ_WORK=a kept folder.
+# Long campaigns (docs/input-limits.md): SECONDS_PER_TARGET=1800 and FUZZ_WORK=a kept folder;
+# on a loaded machine FUZZ_TIMEOUT=60 (seconds per input; 10 by default) avoids false timeouts.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "$1" && pwd)
@@ -47,7 +48,7 @@ for t in "${targets[@]}"; do
   fi
   echo "fuzz: $t for ${seconds} s over tests/fuzz/corpus/$name (${mode[*]})"
   # Inputs run in the folder of the job-file targets' relative paths (md.data_file etc.).
-  if ! (cd "$work" && "$build/tests/fuzz/$t" "${mode[@]}" -timeout=10 -rss_limit_mb=2048 \
+  if ! (cd "$work" && "$build/tests/fuzz/$t" "${mode[@]}" -timeout="${FUZZ_TIMEOUT:-10}" -rss_limit_mb=2048 \
           -malloc_limit_mb=1024 -max_len=$max_len -print_final_stats=1 -artifact_prefix="$work/$name-" \
           "$work/$name" "$here/corpus/$name" 2>"$work/$name.log"); then
     status=1
