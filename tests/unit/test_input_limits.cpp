@@ -123,11 +123,12 @@ TEST(NodeMemory, RefusalSaysHowManyRanksWouldFit) {
   EXPECT_NE(e.find("it would fit on 4 ranks or more, one per node like this one"), std::string::npos) << e;
 }
 
-// Found by the structure-level mutations of tests/fuzz/make_checkpoint_seeds.py (corpus file
-// checkpoint/heat_checkpoint_huge_unstored.h5, written by serial h5py: nothing stored): a dataset
-// that declares 10^12 cells made `cumulus inspect` allocate 8 TB (std::bad_alloc) to read it. Here
-// the file is written through MPI-IO, which allocates the storage at once (a sparse file): the
-// shape passes the stored-bytes test and is refused for this node's memory instead.
+// A dataset that declares 10^12 cells made `cumulus inspect` size its read buffer from the shape
+// alone: 8 TB, std::bad_alloc (this case, before the fix). The structure-level variant
+// corpus/checkpoint/heat_checkpoint_huge_unstored.h5 (tests/fuzz/make_checkpoint_seeds.py, serial
+// h5py: nothing stored) is refused for its stored bytes; here the file is written through MPI-IO,
+// which allocates the storage at once (a sparse file), so the shape passes the stored-bytes test
+// and is refused for this node's memory instead.
 TEST_F(InputLimits, InspectRefusesAShapeTheFileDoesNotStore) {
   const std::string p = dir_ + "/huge.h5";
   {
