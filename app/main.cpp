@@ -171,7 +171,16 @@ int run_command(const RunOptions& o) {
 
   const SolverEntry* entry = SolverRegistry::all().find(cfg.get<std::string>("solver"));
   Context ctx{world, exec, run_dir};
-  std::unique_ptr<Model> model = entry->create(cfg, ctx);
+  std::unique_ptr<Model> model;
+  try {
+    model = entry->create(cfg, ctx);
+  } catch (const std::bad_alloc&) {
+    // check() estimated the memory and let the job through, but an allocation of the set-up failed
+    // all the same (other jobs on the node, an estimate short of the truth): say what was running.
+    throw Error(strprintf("out of host memory while setting up the %s model on rank %d of %d (std::bad_alloc); "
+                          "`cumulus check` prints the estimate per rank: use more ranks or a smaller job",
+                          entry->name.c_str(), world.rank(), world.size()));
+  }
   log_info(model->describe());
 
   // Restart: the newest candidate whose data verify.
@@ -517,7 +526,9 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     code = static_cast<int>(ExitCode::failure);
     symmetric = false;
-    Log::instance().error(std::string("unexpected: ") + e.what());
+    Log::instance().error(dynamic_cast<const std::bad_alloc*>(&e)
+                              ? std::string("out of host memory (std::bad_alloc) outside any named allocation")
+                              : std::string("unexpected: ") + e.what());
   }
   Log::instance().close_file();
   if (!symmetric && world.size() > 1) world.abort(code);

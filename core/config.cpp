@@ -40,14 +40,16 @@ std::string real_str(double d) {
     }
   }
   // Whole numbers of ordinary size print as 10.0, not 1e+01.
-  if (s.find('e') != std::string::npos && d == static_cast<double>(static_cast<long long>(d)) && std::abs(d) < 1e15)
+  // The magnitude first: converting NaN, infinity or anything past 2^63 to an integer is undefined.
+  if (s.find('e') != std::string::npos && std::abs(d) < 1e15 && d == static_cast<double>(static_cast<long long>(d)))
     s = std::to_string(static_cast<long long>(d));
   if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
   return s;
 }
 // A number for messages: integers without a trailing ".0".
 std::string num_str(double d) {
-  if (d == static_cast<double>(static_cast<long long>(d)) && std::abs(d) < 1e15)
+  // The magnitude first (found by tests/fuzz/fuzz_job: a NaN converted to an integer, undefined).
+  if (std::abs(d) < 1e15 && d == static_cast<double>(static_cast<long long>(d)))
     return std::to_string(static_cast<long long>(d));
   return strprintf("%g", d);
 }

@@ -81,6 +81,16 @@ std::string cuda_device_name(int device) {
   return "?";
 }
 
+double cuda_device_bytes(int device) {
+#ifdef CUMULUS_HAVE_CUDA
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, device) == cudaSuccess) return static_cast<double>(p.totalGlobalMem);
+  cudaGetLastError();
+#endif
+  (void)device;
+  return 0;
+}
+
 void Exec::synchronize() const {
 #ifdef CUMULUS_HAVE_CUDA
   if (!is_cuda()) return;

@@ -60,6 +60,8 @@ class Exec {
 bool cuda_built();
 int cuda_device_count(std::string* why = nullptr);
 std::string cuda_device_name(int device);
+// The memory of a CUDA device in bytes (0 without CUDA or when the runtime does not say).
+double cuda_device_bytes(int device);
 
 // Picks the backend for this rank. `request` is "auto", "cuda" or "host"; `local_rank` is the
 // rank's index on its node (one rank per GPU: device = local_rank mod devices). `why` receives a

@@ -12,7 +12,8 @@ namespace cumulus {
 class Config;
 
 namespace memory {
-// The physical memory of this node in bytes (0 when the system does not say).
+// The memory this process may use in bytes: the node's physical memory, or its control group's
+// limit when smaller (a Slurm job, a container); 0 when the system does not say.
 double node_bytes();
 // `what` names the array in the error a failed allocation throws (a field's name, say).
 void* allocate(Backend where, std::size_t bytes, const char* what = nullptr);
@@ -31,8 +32,13 @@ void copy_async(const Exec& ex, Backend dst_space, void* dst, Backend src_space,
 // no grid may pass 1e13 cells. Otherwise a config error on `key` (the key that sets the size), so
 // that a job too large fails before anything is allocated instead of in the middle of set-up.
 // `what`, when given, says what the bytes are, in parentheses after the rank count.
+// The estimate is printed (rank 0), and a refusal says on how many ranks (one per node like this
+// one) the job would fit.
 void check_node_memory(const Config& cfg, const std::string& key, double cells, double bytes_per_cell, int nranks,
                        const std::string& what = "");
+// The same for `count` items named `noun` ("atoms"), of `bytes_each` bytes each.
+void check_node_memory(const Config& cfg, const std::string& key, double count, double bytes_each, int nranks,
+                       const std::string& noun, const std::string& what);
 
 // A move-only array of T in the memory of one backend.
 template <class T>

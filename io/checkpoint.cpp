@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/log.hpp"
+#include "core/memory.hpp"
 #include "core/strings.hpp"
 #include "core/timers.hpp"
 #include "cumulus/version.hpp"
@@ -371,7 +372,23 @@ std::string inspect_hdf5(const std::string& path) {
     for (std::size_t k = 0; k < dims.size(); ++k) shape += (k ? " x " : "") + std::to_string(dims[k]);
     std::string status = "no checksum";
     std::string units = h5::has_attr(d, "units") ? h5::read_attr_string(d, "units") : "";
-    if (h5::has_attr(d, "checksum") && h5::has_attr(d, "dtype") && dims.size() == 4) {
+    // The shape is the file's word alone: before a buffer is allocated from it, each extent must be
+    // an int (a Box), the bytes it implies must be stored in the file (checkpoints are written whole
+    // and uncompressed: at least a byte per value), and the buffer (at most 8 bytes a value) must
+    // fit in half this node's memory, so that a damaged or hostile header cannot ask for terabytes.
+    // (Parallel HDF5 allocates a dataset's storage when it is created, as a sparse file: the
+    // stored size alone does not bound the shape of a file written through MPI-IO.)
+    double values = dims.size() == 4 ? 1.0 : 0.0;
+    for (const hsize_t e : dims) values *= static_cast<double>(e);
+    const bool extents_ok = std::all_of(dims.begin(), dims.end(), [](hsize_t e) { return e <= 2147483647u; });
+    const bool stored = extents_ok && values <= static_cast<double>(H5Dget_storage_size(d));
+    const double node = memory::node_bytes();
+    const bool fits = node <= 0 || values * 8 <= node / 2;
+    if (dims.size() == 4 && h5::has_attr(d, "checksum") && (!stored || !fits)) {
+      status = !stored ? "SHAPE NOT STORED IN THE FILE"
+                       : strprintf("NOT VERIFIED: %.3g GB is more than half this node's memory", values * 8 / 1e9);
+      all_ok = false;
+    } else if (h5::has_attr(d, "checksum") && h5::has_attr(d, "dtype") && dims.size() == 4) {
       GridArray a;
       a.name = name;
       const std::string dt = h5::read_attr_string(d, "dtype");

@@ -140,10 +140,23 @@ void H5mdWriter::write(long step, double time, const StateDescription& state) {
         bool opened = false;
         if (resume_time_ >= 0 && std::filesystem::exists(path_)) {
           const hid_t f = H5Fopen(path_.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-          if (f >= 0 && H5Lexists(f, "/particles/all/position/value", H5P_DEFAULT) > 0) {
-            file_->file = h5::Handle(f, H5Fclose);
+          // The file's shapes are checked before they size anything (issue #20): positions are
+          // frames x N x 3, and the times, read back whole below, one stored double per frame.
+          std::vector<hsize_t> dims, tdims;
+          hsize_t time_bytes = 0;
+          if (f >= 0 && H5Lexists(f, "/particles/all/position/value", H5P_DEFAULT) > 0 &&
+              H5Lexists(f, "/particles/all/position/time", H5P_DEFAULT) > 0) {
             h5::Handle d(H5Dopen2(f, "/particles/all/position/value", H5P_DEFAULT), H5Dclose);
-            const auto dims = h5::dataset_dims(d);
+            h5::Handle t(H5Dopen2(f, "/particles/all/position/time", H5P_DEFAULT), H5Dclose);
+            if (d.id() >= 0 && t.id() >= 0) {
+              dims = h5::dataset_dims(d);
+              tdims = h5::dataset_dims(t);
+              time_bytes = H5Dget_storage_size(t);
+            }
+          }
+          if (dims.size() == 3 && dims[2] == 3 && tdims.size() == 1 && tdims[0] == dims[0] &&
+              dims[0] <= time_bytes / sizeof(double)) {
+            file_->file = h5::Handle(f, H5Fclose);
             file_->frames = dims[0];
             file_->natoms = dims[1];
             opened = true;

@@ -129,6 +129,9 @@ std::string read_attr_string(hid_t obj, const std::string& name) {
     return out;
   }
   const std::size_t n = H5Tget_size(t);
+  // A fixed-length string is no longer than the attribute's stored bytes: a type that claims more
+  // (a damaged or hostile file) must not size the buffer.
+  if (n > H5Aget_storage_size(a)) throw Error("attribute '" + name + "' is damaged (its string is longer than its storage)");
   std::string s(n, '\0');
   check(H5Aread(a, t, s.data()), "read attribute " + name);
   while (!s.empty() && s.back() == '\0') s.pop_back();
@@ -153,6 +156,8 @@ std::vector<std::int64_t> read_attr_ints(hid_t obj, const std::string& name) {
   Handle a = open_attr(obj, name);
   Handle s(H5Aget_space(a), H5Sclose);
   const hssize_t n = H5Sget_simple_extent_npoints(s);
+  if (n > 0 && static_cast<hsize_t>(n) > H5Aget_storage_size(a))  // each int is at least one stored byte
+    throw Error("attribute '" + name + "' is damaged (more values than stored bytes)");
   std::vector<std::int64_t> v(static_cast<std::size_t>(n > 0 ? n : 0));
   check(H5Aread(a, H5T_NATIVE_INT64, v.data()), "read attribute " + name);
   return v;

@@ -5,11 +5,13 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/input_limits.hpp"
 #include "core/strings.hpp"
 
 namespace cumulus::md {
@@ -27,7 +29,12 @@ class Reader {
  public:
   explicit Reader(const std::string& path) : path_(path), in_(path) {
     if (!in_) throw InputError("cannot open LAMMPS data file '" + path + "'");
+    std::error_code e;
+    file_bytes_ = std::filesystem::file_size(path, e);
+    // Only a regular file has a size to bound the counts by (and /dev/zero would be one endless line).
+    if (e) throw InputError("LAMMPS data file '" + path + "' is not a regular file");
   }
+  std::uintmax_t file_bytes() const { return file_bytes_; }
 
   [[noreturn]] void fail(const std::string& what) const {
     throw InputError(strprintf("%s:%ld: %s", path_.c_str(), line_no_, what.c_str()));
@@ -81,6 +88,7 @@ class Reader {
   std::string path_;
   std::ifstream in_;
   long line_no_ = 0;
+  std::uintmax_t file_bytes_ = 0;
 };
 
 // The header: counts, types and box, up to the first section keyword (returned, with its comment).
@@ -95,18 +103,28 @@ std::string read_header(Reader& r, DataFile& d, std::string& comment) {
         if (!box[a]) r.fail(std::string("the header gives no '") + "xyz"[a] + "lo " + "xyz"[a] + "hi' line");
       return t;
     }
+    // Counts are checked before anything is allocated from them (core/input_limits.hpp): against a
+    // documented limit, the bytes the file must hold them in, and the node's memory.
+    auto count = [&](const std::string& what, const limits::CountLimit& lim) {
+      const double v = r.number(w[0]);
+      const std::string problem = limits::count_problem(v, what, lim);
+      if (!problem.empty()) r.fail(problem);
+      return static_cast<std::int64_t>(v);
+    };
     if (w.size() == 2 && w[1] == "atoms") {
-      d.natoms = r.integer(w[0]);
+      // The shortest Atoms line is "1 1 0 0 0\n" (10 bytes); in memory id, type, charge, molecule,
+      // position, velocity, image flags and the id index (~200 bytes).
+      d.natoms = count("atoms", {limits::kMaxAtoms, r.file_bytes(), 10, 200});
     } else if (w.size() == 3 && w[1] == "atom" && w[2] == "types") {
-      d.ntypes = static_cast<int>(r.integer(w[0]));
+      d.ntypes = static_cast<int>(count("atom types", {limits::kMaxAtomTypes, r.file_bytes(), 4, 8}));  // "1 1\n" a mass
     } else if (w.size() == 2 && (w[1] == "bonds" || w[1] == "angles" || w[1] == "dihedrals" || w[1] == "impropers")) {
-      const std::int64_t n = r.integer(w[0]);
-      if (n < 0) r.fail("a negative count");
+      // Each entry a line of 2 + (2 .. 4) numbers (at least 2 bytes each) and as many int64 in memory.
+      const int per = w[1] == "bonds" ? 4 : w[1] == "angles" ? 5 : 6;
+      const std::int64_t n = r.number(w[0]) == 0 ? 0 : count(w[1], {4 * limits::kMaxAtoms, r.file_bytes(), 2.0 * per, 8.0 * per});
       (w[1] == "bonds" ? d.nbonds : w[1] == "angles" ? d.nangles : w[1] == "dihedrals" ? d.ndihedrals : d.nimpropers) = n;
     } else if (w.size() == 3 && w[2] == "types" &&
                (w[1] == "bond" || w[1] == "angle" || w[1] == "dihedral" || w[1] == "improper")) {
-      const int n = static_cast<int>(r.integer(w[0]));
-      if (n < 0) r.fail("a negative count");
+      const int n = r.number(w[0]) == 0 ? 0 : static_cast<int>(count(w[1] + " types", {limits::kMaxAtomTypes, 0, 0, 64}));
       (w[1] == "bond" ? d.nbond_types : w[1] == "angle" ? d.nangle_types : w[1] == "dihedral" ? d.ndihedral_types : d.nimproper_types) = n;
     } else if (w.size() == 4 && (w[2] == "xlo" || w[2] == "ylo" || w[2] == "zlo")) {
       const int a = w[2][0] - 'x';
@@ -195,7 +213,9 @@ std::string read_atoms(Reader& r, DataFile& d, std::string& comment, std::map<st
     const std::size_t cx = cols - 3;
     for (int a = 0; a < 3; ++a) {
       d.x[a].push_back(r.number(w[cx + static_cast<std::size_t>(a)]));
-      d.image[a].push_back(w.size() == cols + 3 ? static_cast<int>(r.integer(w[cols + static_cast<std::size_t>(a)])) : 0);
+      const std::int64_t im = w.size() == cols + 3 ? r.integer(w[cols + static_cast<std::size_t>(a)]) : 0;
+      if (im < -2147483647 || im > 2147483647) r.fail("an image flag must fit in 32 bits, got '" + w[cols + static_cast<std::size_t>(a)] + "'");
+      d.image[a].push_back(static_cast<int>(im));
       d.v[a].push_back(0.0);
     }
   });

@@ -25,7 +25,8 @@ void sort_by_id(const std::int64_t* ids, std::size_t n, std::vector<int>& order)
   for (std::size_t k = 0; k < n; ++k) top = std::max(top, ids[k]);
   std::vector<int> tmp(n);
   constexpr int kBits = 11, kBuckets = 1 << kBits;
-  for (int shift = 0; shift == 0 || (top >> shift) > 0; shift += kBits) {
+  // shift < 64: an id of 2^55 or more would otherwise shift by 66 (undefined; UBSan, issue #20).
+  for (int shift = 0; shift == 0 || (shift < 64 && (top >> shift) > 0); shift += kBits) {
     std::size_t count[kBuckets + 1] = {};
     for (std::size_t k = 0; k < n; ++k) ++count[((ids[static_cast<std::size_t>(order[k])] >> shift) & (kBuckets - 1)) + 1];
     for (int b = 0; b < kBuckets; ++b) count[b + 1] += count[b];

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "core/memory.hpp"
 #include "core/strings.hpp"
 #include "solvers/md/lattice.hpp"
 #include "solvers/md/force.hpp"
@@ -253,6 +254,20 @@ void check(const Config& cfg, int nranks) {
                          s.cutoff + s.skin, L[d], d));
   }
   if (natoms > 2e9) cfg.fail("md.cells", strprintf("%.3g atoms is more than cumulus indexes (2^31)", natoms));
+  {
+    // Memory per rank, an estimate made before anything is allocated: each atom (owned or ghost)
+    // carries about 32 words of per-atom arrays (positions, velocities, forces, ids, types, images,
+    // exchange buffers: ~256 bytes) and a neighbour list of 4-byte indices, one per atom within
+    // cutoff + skin. A rank's ghosts are the shell of that reach around its block.
+    const double volume = L[0] * L[1] * L[2];
+    const double reach = s.cutoff + s.skin;
+    const double neighbours = natoms / volume * 4.18879 * reach * reach * reach;  // 4/3 pi r^3 n
+    const double side = std::cbrt(volume / nranks);
+    const double ghost_factor = std::pow((side + 2 * reach) / side, 3);
+    const double per_atom = (256.0 + 4.0 * neighbours) * ghost_factor;
+    check_node_memory(cfg, from_file ? "md.data_file" : "md.cells", natoms, per_atom, nranks, "atoms",
+                      strprintf("about %.0f bytes per atom with ghosts and neighbour lists", per_atom));
+  }
   check_decomposition(cfg, "md.cells", owner_cells(s, L), {true, true, true}, nranks, 3, kOwnerCellsPerReach,
                       strprintf("the box holds too few bins of cutoff + skin for %d ranks", nranks));
   if (s.rdf_range > s.cutoff)

@@ -11,6 +11,7 @@
 
 #include "core/constants.hpp"
 #include "core/log.hpp"
+#include "core/memory.hpp"
 #include "core/strings.hpp"
 
 namespace cumulus::sw {
@@ -299,6 +300,23 @@ void check(const Config& cfg, int nranks) {
              strprintf("%d ranks but only %d tiles (6 panels x %d x %d): every rank owns whole tiles; use at most %d "
                        "ranks or more tiles",
                        nranks, ntiles, s.tx, s.ty, ntiles));
+  // Memory per rank, before anything else is set up from the grid: the fields the model allocates
+  // (ShallowWaterModel's constructor), per tile with their ghost rims, on the busiest rank.
+  {
+    const double nx = static_cast<double>(s.n / s.tx), ny = static_cast<double>(s.n / s.ty);
+    const double rim = (nx + 2 * kCubeGhost) * (ny + 2 * kCubeGhost), inner = nx * ny;
+    // With ghosts: state, stage, laplacian (4 each), points (5), topography (1), metric; without:
+    // acc, tendency (4 each), vorticity, area (1 each); and the face fluxes (about 2 per cell).
+    // At set-up the host also holds the metric as computed and a zero-filled copy of the largest
+    // field (2 x kMetricComponents more): measured, C192 -> C384 on one rank grows the peak
+    // resident memory by 660 bytes a cell; this estimate by 684.
+    const double doubles = rim * (4 + 4 + 4 + 5 + 1 + 3 * kMetricComponents) + inner * (4 + 4 + 1 + 1 + 2);
+    const double tiles_per_rank = std::ceil(static_cast<double>(ntiles) / nranks);
+    const double cells = 6.0 * s.n * static_cast<double>(s.n);
+    // check_node_memory takes an even split: give it the busiest rank's bytes spread over all ranks.
+    check_node_memory(cfg, "shallow_water.resolution", cells, 8.0 * doubles * tiles_per_rank * nranks / cells, nranks,
+                      "fields of doubles with ghost rims");
+  }
   if (s.cfl > kMaxCfl)
     cfg.fail("shallow_water.cfl", strprintf("%g is above %g, the stability limit of centred differences with RK4 "
                                             "(2.83 / (1.586 sqrt 2) = 1.26 for sixth-order differences, less a margin)",

@@ -8,7 +8,8 @@ reads atoms whose owners are not its neighbours), although the restart rebuilds 
 list and redistributes the atoms at another step than the straight run did; the ParaView output is
 one vertex per atom. The H5MD trajectory of a restarted run equals the straight run's, frame for
 frame and bit for bit (no repeated frame at the restart), its particles in id order match the
-checkpoint, and a trajectory file left unreadable is set aside (*.damaged) and a new one begun."""
+checkpoint, and a trajectory file left unreadable or of the wrong shapes is set aside (*.damaged)
+and a new one begun."""
 import os
 import re
 
@@ -167,6 +168,25 @@ r.check(rc1 == 0 and rc2 == 0 and os.path.exists(path + ".damaged") and "could n
 if rc2 == 0:
     steps = list(traj("tr_bad")["particles/all/position/step"])
     r.check(steps == [60, 80], "h5md: the new trajectory goes on from the first frame after the restart", str(steps))
+# Hostile shapes (issue #20): a trajectory whose positions are not frames x N x 3 (here 1-D, which
+# was read as dims[0] and dims[1] past the end) or whose times disagree with the frames (which sized
+# the buffer the times are read into) is set aside the same way, before its shapes size anything.
+for label, damage in (("positions of one dimension", "flat"), ("more times than frames", "times")):
+    run_dir = "tr_shape_" + damage
+    rc1, out1 = run(["run", "nhc.toml", "--set", f"run.directory={run_dir}", "--set", f"run.end_step={N}"] + T, d)
+    path = os.path.join(d, run_dir, "trajectory.h5md")
+    if rc1 == 0:
+        with h5py.File(path, "r+") as f:
+            g = f["particles/all/position"]
+            if damage == "flat":
+                del g["value"]
+                g.create_dataset("value", data=np.zeros(7))
+            else:
+                del g["time"]
+                g.create_dataset("time", data=np.zeros(1000))
+    rc2, out2 = run(["run", "nhc.toml", "--set", f"run.directory={run_dir}", "--restart", "auto"] + T, d)
+    r.check(rc1 == 0 and rc2 == 0 and os.path.exists(path + ".damaged") and "could not be read back" in out2,
+            "h5md: a trajectory with " + label + " is kept as .damaged and the restart goes on", out2[-2000:])
 
 # Charges with the Ewald sum and exclusions (a data file of atom_style full: 512 ions of charge
 # +-1, every two along x bonded, their Coulomb excluded with the k-space correction, their LJ at
