@@ -76,7 +76,9 @@ class Reader {
   }
   std::int64_t integer(const std::string& x) const {
     const double v = number(x);
-    if (v != std::floor(v) || std::fabs(v) > 9e15) fail("expected an integer, got '" + x + "'");
+    if (v != std::floor(v)) fail("expected an integer, got '" + x + "'");
+    // Beyond 2^53 a double no longer holds every integer (and beyond 2^63 the conversion is undefined).
+    if (std::fabs(v) > 9007199254740992.0) fail("the integer '" + x + "' is out of range (at most 2^53 in magnitude)");
     return static_cast<std::int64_t>(v);
   }
 
