@@ -4,9 +4,10 @@
 #include <math.h>
 
 #include "core/exact_sum.hpp"
-#include "core/hd_math.hpp"
 #include "core/exec.hpp"
+#include "core/hd_math.hpp"
 #include "core/kernel_pass.hpp"
+#include "solvers/md/coul_table.hpp"
 #include "solvers/md/md_kernels.hpp"
 #include "solvers/md/pair_lj_cut.hpp"
 
@@ -15,11 +16,41 @@ namespace cumulus::md {
 // The real-space Coulomb part: qqr2e q_i q_j erfc(alpha r) / r inside cut2; special pairs
 // (1-2, 1-3, 1-4: levels 1-3) scale LJ by special_lj[level] and Coulomb by special_coul[level]
 // (level 0: a plain pair, factor 1). `lj`: whether there is an LJ part (lj/cut/coul/long).
+// `table`: the tabulated erf(alpha r) / r (coul_table.hpp; md.coul_table, the default), or null
+// for the exact erfc per pair.
 struct CoulParams {
   double qqr2e = 1, alpha = 0, cut2 = 0;
   double special_lj[4] = {1, 0, 0, 0}, special_coul[4] = {1, 0, 0, 0};
   bool lj = true;
+  CoulTableView table;
 };
+
+// One pair's terms from the table: F(r) / r, and the LJ, Coulomb and special-correction energies.
+// qq = qqr2e q_i q_j; fc, fl the special factors; `lj` the pair's LJ coefficients (used when
+// with_lj: p.lj, a parameter so that the vectorised loop can make it a constant).
+// Branch-free (terms beyond a cutoff multiplied by 0): the host's vectorised loop
+// (pair_lj_cut_coul_long_kernels.cpp) inlines this very function, so that it, the scalar loops and
+// CUDA give the same bits.
+CUMULUS_HD inline void coul_pair_tabulated(const CoulParams& p, const LjCoefficients& lj, double r2, double qq,
+                                           double fc, double fl, bool with_lj, double* fpair, double* evdwl,
+                                           double* ecoul, double* ecorr) {
+  const double in_c = r2 < p.cut2 ? 1.0 : 0.0;
+  const double rinv = 1.0 / sqrt(r2), r2i = rinv * rinv;
+  double h, dh;
+  coul_table_eval(p.table, r2, &h, &dh);
+  const double q = qq * in_c;
+  double f = q * (fc * rinv * r2i + 2 * dh);
+  *ecoul = fc * q * (rinv - h);
+  *ecorr = -(1 - fc) * q * h;
+  *evdwl = 0;
+  if (with_lj) {
+    const double in_l = r2 < lj.cut2 ? fl : 0.0;
+    const double r6i = r2i * r2i * r2i;
+    f += in_l * r6i * (lj.lj1 * r6i - lj.lj2) * r2i;
+    *evdwl = in_l * (r6i * (lj.lj3 * r6i - lj.lj4) - lj.offset);
+  }
+  *fpair = f;
+}
 
 // One pair's terms: F(r) / r, LJ energy, real-space Coulomb energy of the pair as scaled
 // (special_coul erfc part), and the correction for the part a special pair leaves out of the
@@ -30,8 +61,14 @@ struct CoulParams {
 struct CoulTerms {
   double fpair = 0, evdwl = 0, ecoul = 0, ecorr = 0;
 };
-CUMULUS_HD inline CoulTerms coul_pair(const LjCoefficients& lj, const CoulParams& p, double r2, double qiqj, int level) {
+CUMULUS_HD inline CoulTerms coul_pair(const LjCoefficients& lj, const CoulParams& p, double r2, double qiqj,
+                                      int level) {
   CoulTerms t;
+  if (p.table.c) {
+    coul_pair_tabulated(p, lj, r2, p.qqr2e * qiqj, p.special_coul[level], p.special_lj[level], p.lj, &t.fpair, &t.evdwl,
+                        &t.ecoul, &t.ecorr);
+    return t;
+  }
   double force = 0;
   if (r2 < p.cut2) {
     const double r = sqrt(r2), grij = p.alpha * r, expm2 = hd::exp(-grij * grij), erfc_ = hd::erfc(grij);
@@ -68,11 +105,12 @@ CUMULUS_HD inline int special_level(const Atoms& a, int i, std::int64_t idj) {
 // a full list on either backend; coul_forces_half: over the host's half list. coul_sum: one sum over
 // the owned atoms of every rank's share (half of each pair's), exactly in units of 2^e: `which`
 // 0-5 the virial tensor's components (xx yy zz xy xz yz), 6 LJ energy, 7 real-space Coulomb, 8
-// the special pairs' correction.
-#define CUMULUS_COUL_KERNELS                                                                          \
-  void coul_forces(const Exec& ex, const Atoms& a, const LjTable& lj, const CoulParams& p);           \
-  void coul_forces_half(const Atoms& a, const LjTable& lj, const CoulParams& p);                      \
-  ExactSum coul_sum(const Exec& ex, const Atoms& a, const LjTable& lj, const CoulParams& p, int which, int e);
+// the special pairs' correction. coul_sums_half: all nine at once over the host's half list.
+#define CUMULUS_COUL_KERNELS                                                                                   \
+  void coul_forces(const Exec& ex, const Atoms& a, const LjTable& lj, const CoulParams& p);                    \
+  void coul_forces_half(const Atoms& a, const LjTable& lj, const CoulParams& p);                               \
+  ExactSum coul_sum(const Exec& ex, const Atoms& a, const LjTable& lj, const CoulParams& p, int which, int e); \
+  void coul_sums_half(const Atoms& a, const LjTable& lj, const CoulParams& p, int e, ExactSum* out);
 CUMULUS_DECLARE_KERNEL_PASSES(coul_kernels, CUMULUS_COUL_KERNELS)
 #undef CUMULUS_COUL_KERNELS
 

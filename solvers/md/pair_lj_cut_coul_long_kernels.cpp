@@ -2,7 +2,11 @@
 // core/kernel_pass.hpp). Plain loops: each owned atom sums its pairs in list order (ascending
 // partner id), so the full list, the half list and CUDA give the same bits.
 #include <cstdint>
+#include <memory>
 #include <vector>
+#if defined(__x86_64__) && !defined(__CUDACC__)
+#include <immintrin.h>
+#endif
 
 #include "solvers/md/pair_lj_cut_coul_long.hpp"
 
@@ -15,15 +19,24 @@ CUMULUS_HD inline const LjCoefficients& coefficients(const Atoms& a, const LjTab
 }
 CUMULUS_HD inline double share(int which, double dx, double dy, double dz, const CoulTerms& t) {
   switch (which) {
-    case 0: return dx * dx * t.fpair;
-    case 1: return dy * dy * t.fpair;
-    case 2: return dz * dz * t.fpair;
-    case 3: return dx * dy * t.fpair;
-    case 4: return dx * dz * t.fpair;
-    case 5: return dy * dz * t.fpair;
-    case 6: return t.evdwl;
-    case 7: return t.ecoul;
-    default: return t.ecorr;
+    case 0:
+      return dx * dx * t.fpair;
+    case 1:
+      return dy * dy * t.fpair;
+    case 2:
+      return dz * dz * t.fpair;
+    case 3:
+      return dx * dy * t.fpair;
+    case 4:
+      return dx * dz * t.fpair;
+    case 5:
+      return dy * dz * t.fpair;
+    case 6:
+      return t.evdwl;
+    case 7:
+      return t.ecoul;
+    default:
+      return t.ecorr;
   }
 }
 }  // namespace
@@ -61,10 +74,350 @@ CUMULUS_HD inline void coul_atom(const Atoms& a, const LjTable& lj, const CoulPa
 // the build forbids contraction (-ffp-contract=off), so every version gives the same bits.
 #define CUMULUS_COUL_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 namespace {
+
+// The tabulated terms of a chunk of one atom's neighbours (md.coul_table): the partners' indices,
+// types and special levels gathered first (in list order, so the special partners merge with the
+// list: both ascending in id), then coul_pair_tabulated over the chunk in a loop the compiler
+// vectorises (its gathers from the atoms and the table), into t = (dx fpair, dy fpair, dz fpair,
+// evdwl + ecoul + ecorr, r^2 fpair): coul_atom's very products, so the bits of coul_atom. The loop
+// runs over whole vectors of 8; lanes past m repeat the last partner and are never read.
+constexpr int kChunk = 64;
+constexpr int kLanes = 8;
+struct alignas(64) CoulChunk {
+  int j[kChunk], level[kChunk], type[kChunk];
+  double dx[kChunk], dy[kChunk], dz[kChunk], r2[kChunk];  // the AVX-512 loop's kept separations
+  double tx[kChunk], ty[kChunk], tz[kChunk], te[kChunk], tv[kChunk];
+};
+inline int padded(int m) { return (m + kLanes - 1) / kLanes * kLanes; }
+
+// Atom i's special partners as a cursor: partners' ids ascend along a list and along i's specials.
+struct SpecialCursor {
+  const Atoms* a;
+  int i, k = 0;
+  int level(std::int64_t idj) {
+    for (; k < a->nspecial; ++k) {
+      const std::int64_t v = a->special[k][i];
+      if (v < 0 || (v >> 2) > idj) return 0;
+      if ((v >> 2) == idj) return static_cast<int>(v & 3);
+    }
+    return 0;
+  }
+};
+
+// minimum_image as an added shift: the same result (d + -L is d - L) but for the sign of a zero
+// difference, whose terms are zeros either way; GCC if-converts a choice between constants, not
+// one between subtractions (which might raise a floating-point exception), and vectorises only then.
+inline double image(double d, double L) {
+  const double h = 0.5 * L;
+  return d + (d > h ? -L : (d < -h ? L : 0.0));
+}
+
+// The loop, with the energy, the LJ part and a single type made constants (each its own loop, no
+// branch inside) and the parameters a local copy (no aliasing with the chunk's stores).
+template <bool kEnergy, bool kLj, bool kOneType>
+__attribute__((always_inline)) inline void coul_chunk_loop(int mp, const Atoms& a, const LjCoefficients* row,
+                                                           const CoulParams p, int i, CoulChunk& c) {
+  const double xi = a.x[i], yi = a.y[i], zi = a.z[i], qi = a.q[i];
+  const double bx = a.box[0], by = a.box[1], bz = a.box[2];
+  const double* __restrict x = a.x;
+  const double* __restrict y = a.y;
+  const double* __restrict z = a.z;
+  const double* __restrict q = a.q;
+  for (int k = 0; k < mp; ++k) {
+    const int j = c.j[k];
+    const double dx = image(xi - x[j], bx), dy = image(yi - y[j], by), dz = image(zi - z[j], bz);
+    const double r2 = dx * dx + dy * dy + dz * dz;
+    const int lev = c.level[k];
+    double fpair, evdwl, ecoul, ecorr;
+    coul_pair_tabulated(p, row[kOneType ? 0 : c.type[k]], r2, p.qqr2e * (qi * q[j]), p.special_coul[lev],
+                        p.special_lj[lev], kLj, &fpair, &evdwl, &ecoul, &ecorr);
+    c.tx[k] = dx * fpair;
+    c.ty[k] = dy * fpair;
+    c.tz[k] = dz * fpair;
+    if (kEnergy) {
+      c.te[k] = evdwl + ecoul + ecorr;
+      c.tv[k] = r2 * fpair;
+    }
+  }
+}
+
+CUMULUS_COUL_CLONES void coul_chunk_terms(int m, const Atoms& a, const LjTable& lj, const CoulParams& p, int i,
+                                          bool energy, CoulChunk& c) {
+  const int mp = padded(m);
+  const LjCoefficients* row = lj.c + (lj.ntypes == 1 ? 0 : a.type[i] * lj.ntypes);
+  const int which = (energy ? 4 : 0) + (p.lj ? 2 : 0) + (lj.ntypes == 1 ? 1 : 0);
+  switch (which) {
+    case 0:
+      coul_chunk_loop<false, false, false>(mp, a, row, p, i, c);
+      break;
+    case 1:
+      coul_chunk_loop<false, false, true>(mp, a, row, p, i, c);
+      break;
+    case 2:
+      coul_chunk_loop<false, true, false>(mp, a, row, p, i, c);
+      break;
+    case 3:
+      coul_chunk_loop<false, true, true>(mp, a, row, p, i, c);
+      break;
+    case 4:
+      coul_chunk_loop<true, false, false>(mp, a, row, p, i, c);
+      break;
+    case 5:
+      coul_chunk_loop<true, false, true>(mp, a, row, p, i, c);
+      break;
+    case 6:
+      coul_chunk_loop<true, true, false>(mp, a, row, p, i, c);
+      break;
+    default:
+      coul_chunk_loop<true, true, true>(mp, a, row, p, i, c);
+      break;
+  }
+}
+
+// What the AVX-512 loop needs beyond CoulParams, prepared once per force call: the reach (the
+// largest cutoff: pairs beyond it are dropped, their terms being zeros), and up to 8 types, each
+// type's row of LJ coefficients field by field (lane t: partner type t), for permutations.
+constexpr int kFields = sizeof(LjCoefficients) / sizeof(double);
+struct CoulFast {
+  double reach2 = 0;
+  bool few_types = false;
+  alignas(64) double fields[8][kFields][8] = {};
+  alignas(64) double special_coul[8] = {}, special_lj[8] = {};
+  CoulFast(const LjTable& lj, const CoulParams& p) {
+    reach2 = p.cut2;
+    few_types = lj.ntypes <= 8;
+    for (int t = 0; t < lj.ntypes * lj.ntypes && p.lj; ++t) reach2 = reach2 > lj.c[t].cut2 ? reach2 : lj.c[t].cut2;
+    if (few_types)
+      for (int ti = 0; ti < lj.ntypes; ++ti)
+        for (int tj = 0; tj < lj.ntypes; ++tj) {
+          const double* f = &lj.c[ti * lj.ntypes + tj].cut2;
+          for (int k = 0; k < kFields; ++k) fields[ti][k][tj] = f[k];
+        }
+    for (int l = 0; l < 4; ++l) special_coul[l] = p.special_coul[l], special_lj[l] = p.special_lj[l];
+  }
+};
+
+#if defined(__x86_64__)
+// GCC 12's AVX-512 headers pass _mm512_undefined_pd() as the unused source of their masked
+// builtins, which -Wuninitialized reports (a known header issue, not ours) once they inline here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// coul_chunk_terms by hand in AVX-512 (GCC 12 does not vectorise the gathers from the atoms and
+// the table at its generic tuning): coul_pair_tabulated's operations in its order, lane by lane, so
+// the same bits. Lanes past m repeat the last partner (the chunk's padding) and are never read.
+inline bool has_avx512() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"); }
+__attribute__((target("avx512f,avx512vl"))) inline __m512d image512(__m512d d, __m512d L, __m512d h, __m512d mh) {
+  const __mmask8 gt = _mm512_cmp_pd_mask(d, h, _CMP_GT_OQ);
+  const __mmask8 lt = _mm512_cmp_pd_mask(d, mh, _CMP_LT_OQ);
+  return _mm512_mask_add_pd(_mm512_mask_sub_pd(d, gt, d, L), static_cast<__mmask8>(lt & ~gt), d, L);
+}
+// All eight lanes (the masked form: GCC 12's unmasked one warns of an uninitialised source).
+__attribute__((target("avx512f,avx512vl"))) inline __m512d gather(__m256i idx, const double* base) {
+  return _mm512_mask_i32gather_pd(_mm512_setzero_pd(), static_cast<__mmask8>(0xFF), idx, base, 8);
+}
+// Two passes over a chunk of atom i's list: (1) the partners' separations, keeping (compressed, in
+// list order) those within the reach, typically 60 % of a list with a 2 A skin; (2) the terms of
+// the kept ones. Returns how many were kept: their partners in c.j, their terms in c.tx ...
+__attribute__((target("avx512f,avx512vl"))) int coul_chunk_avx512(int m, const int* nb, const Atoms& a,
+                                                                  const LjTable& lj, const CoulParams& p,
+                                                                  const CoulFast& cf, int i, SpecialCursor& sc,
+                                                                  bool energy, CoulChunk& c) {
+  const __m512d one = _mm512_set1_pd(1.0), two = _mm512_set1_pd(2.0), zero = _mm512_setzero_pd();
+  const __m512d xi = _mm512_set1_pd(a.x[i]), yi = _mm512_set1_pd(a.y[i]), zi = _mm512_set1_pd(a.z[i]);
+  // (1) separations
+  int mc = 0;
+  {
+    __m512d L[3], h[3], mh[3];
+    for (int d = 0; d < 3; ++d) {
+      L[d] = _mm512_set1_pd(a.box[d]);
+      h[d] = _mm512_set1_pd(0.5 * a.box[d]);
+      mh[d] = _mm512_set1_pd(-(0.5 * a.box[d]));
+    }
+    const __m512d reach2 = _mm512_set1_pd(cf.reach2);
+    for (int q = 0; q < m; q += 8) {
+      const __mmask8 live = m - q >= 8 ? __mmask8(0xFF) : __mmask8((1u << (m - q)) - 1u);
+      const __m256i j = _mm256_maskz_loadu_epi32(live, nb + q);
+      const __m512d dx = image512(_mm512_sub_pd(xi, _mm512_mask_i32gather_pd(xi, live, j, a.x, 8)), L[0], h[0], mh[0]);
+      const __m512d dy = image512(_mm512_sub_pd(yi, _mm512_mask_i32gather_pd(yi, live, j, a.y, 8)), L[1], h[1], mh[1]);
+      const __m512d dz = image512(_mm512_sub_pd(zi, _mm512_mask_i32gather_pd(zi, live, j, a.z, 8)), L[2], h[2], mh[2]);
+      const __m512d r2 =
+          _mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(dx, dx), _mm512_mul_pd(dy, dy)), _mm512_mul_pd(dz, dz));
+      const __mmask8 keep = _mm512_mask_cmp_pd_mask(live, r2, reach2, _CMP_LT_OQ);
+      _mm512_mask_compressstoreu_pd(c.dx + mc, keep, dx);
+      _mm512_mask_compressstoreu_pd(c.dy + mc, keep, dy);
+      _mm512_mask_compressstoreu_pd(c.dz + mc, keep, dz);
+      _mm512_mask_compressstoreu_pd(c.r2 + mc, keep, r2);
+      _mm256_mask_compressstoreu_epi32(c.j + mc, keep, j);
+      mc += __builtin_popcount(keep);
+    }
+  }
+  if (mc == 0) return 0;
+  // Padding to whole vectors: atom i itself at a unit distance (finite terms, never read).
+  const int mp = padded(mc);
+  for (int k = mc; k < mp; ++k) {
+    c.dx[k] = c.dy[k] = c.dz[k] = 0;
+    c.r2[k] = 1;
+    c.j[k] = i;
+  }
+  if (a.nspecial > 0)
+    for (int k = 0; k < mp; ++k) c.level[k] = k < mc ? sc.level(a.id[c.j[k]]) : 0;
+  // (2) terms: coul_pair_tabulated
+  const __m512i sign = _mm512_set1_epi64(static_cast<long long>(0x8000000000000000ULL));
+  const __m512d qi = _mm512_set1_pd(a.q[i]), qqr2e = _mm512_set1_pd(p.qqr2e), cut2 = _mm512_set1_pd(p.cut2);
+  const __m512d smax = _mm512_set1_pd(p.table.smax), inv_ds = _mm512_set1_pd(p.table.inv_ds);
+  const __m512d two_inv_ds = _mm512_set1_pd(2 * p.table.inv_ds);
+  const __m256i last = _mm256_set1_epi32(p.table.n - 1);
+  const double* const tc = p.table.c;
+  const bool one_type = lj.ntypes == 1, special = a.nspecial > 0;
+  const int ti = one_type ? 0 : a.type[i];
+  const double* const rowd = &lj.c[ti * lj.ntypes].cut2;  // kFields doubles per partner type
+  __m512d rowv[kFields];
+  if (p.lj && cf.few_types)
+    for (int k = 0; k < kFields; ++k) rowv[k] = one_type ? _mm512_set1_pd(rowd[k]) : _mm512_load_pd(cf.fields[ti][k]);
+  const __m512d scv = _mm512_load_pd(cf.special_coul), slv = _mm512_load_pd(cf.special_lj);
+  for (int q = 0; q < mp; q += 8) {
+    const __m256i j = _mm256_load_si256(reinterpret_cast<const __m256i*>(c.j + q));
+    const __m512d dx = _mm512_load_pd(c.dx + q), dy = _mm512_load_pd(c.dy + q), dz = _mm512_load_pd(c.dz + q);
+    const __m512d r2 = _mm512_load_pd(c.r2 + q);
+    const __m512d qq = _mm512_mul_pd(qqr2e, _mm512_mul_pd(qi, gather(j, a.q)));
+    __m512d fc = one, fl = one;
+    if (special) {
+      const __m512i lev = _mm512_cvtepi32_epi64(_mm256_load_si256(reinterpret_cast<const __m256i*>(c.level + q)));
+      fc = _mm512_permutexvar_pd(lev, scv);
+      fl = _mm512_permutexvar_pd(lev, slv);
+    }
+    const __m512d in_c = _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(r2, cut2, _CMP_LT_OQ), one);
+    const __m512d rinv = _mm512_div_pd(one, _mm512_sqrt_pd(r2)), r2i = _mm512_mul_pd(rinv, rinv);
+    // coul_table_eval
+    const __m512d v = _mm512_mul_pd(_mm512_min_pd(r2, smax), inv_ds);
+    const __m256i k = _mm256_min_epi32(_mm512_cvttpd_epi32(v), last);
+    const __m512d x = _mm512_sub_pd(_mm512_mul_pd(two, _mm512_sub_pd(v, _mm512_cvtepi32_pd(k))), one);
+    const __m256i k8 = _mm256_slli_epi32(k, 3);
+    __m512d pv = gather(k8, tc + 7), dv = pv;
+    for (int mm = 6; mm >= 1; --mm) {
+      pv = _mm512_add_pd(_mm512_mul_pd(pv, x), gather(k8, tc + mm));
+      dv = _mm512_add_pd(_mm512_mul_pd(dv, x), pv);
+    }
+    pv = _mm512_add_pd(_mm512_mul_pd(pv, x), gather(k8, tc));
+    const __m512d dh = _mm512_mul_pd(dv, two_inv_ds);
+    const __m512d qm = _mm512_mul_pd(qq, in_c);
+    __m512d f = _mm512_mul_pd(qm, _mm512_add_pd(_mm512_mul_pd(_mm512_mul_pd(fc, rinv), r2i), _mm512_mul_pd(two, dh)));
+    const __m512d ecoul = _mm512_mul_pd(_mm512_mul_pd(fc, qm), _mm512_sub_pd(rinv, pv));
+    const __m512d neg = _mm512_castsi512_pd(_mm512_xor_si512(_mm512_castpd_si512(_mm512_sub_pd(one, fc)), sign));
+    const __m512d ecorr = _mm512_mul_pd(_mm512_mul_pd(neg, qm), pv);
+    __m512d evdwl = zero;
+    if (p.lj) {
+      // The partner type's coefficients: a permutation of the row's up to 8 types, gathers beyond.
+      __m512d lcut2, lj1, lj2, lj3, lj4, off;
+      if (one_type) {
+        lcut2 = rowv[0], lj1 = rowv[1], lj2 = rowv[2], lj3 = rowv[3], lj4 = rowv[4], off = rowv[5];
+      } else {
+        const __m256i t = _mm256_mmask_i32gather_epi32(_mm256_setzero_si256(), __mmask8(0xFF), j, a.type, 4);
+        if (cf.few_types) {
+          const __m512i t64 = _mm512_cvtepi32_epi64(t);
+          lcut2 = _mm512_permutexvar_pd(t64, rowv[0]);
+          lj1 = _mm512_permutexvar_pd(t64, rowv[1]);
+          lj2 = _mm512_permutexvar_pd(t64, rowv[2]);
+          lj3 = _mm512_permutexvar_pd(t64, rowv[3]);
+          lj4 = _mm512_permutexvar_pd(t64, rowv[4]);
+          off = _mm512_permutexvar_pd(t64, rowv[5]);
+        } else {
+          const __m256i t6 = _mm256_mullo_epi32(t, _mm256_set1_epi32(kFields));
+          lcut2 = gather(t6, rowd + 0);
+          lj1 = gather(t6, rowd + 1);
+          lj2 = gather(t6, rowd + 2);
+          lj3 = gather(t6, rowd + 3);
+          lj4 = gather(t6, rowd + 4);
+          off = gather(t6, rowd + 5);
+        }
+      }
+      const __m512d in_l = _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(r2, lcut2, _CMP_LT_OQ), fl);
+      const __m512d r6i = _mm512_mul_pd(_mm512_mul_pd(r2i, r2i), r2i);
+      f = _mm512_add_pd(
+          f, _mm512_mul_pd(_mm512_mul_pd(_mm512_mul_pd(in_l, r6i), _mm512_sub_pd(_mm512_mul_pd(lj1, r6i), lj2)), r2i));
+      evdwl = _mm512_mul_pd(in_l, _mm512_sub_pd(_mm512_mul_pd(r6i, _mm512_sub_pd(_mm512_mul_pd(lj3, r6i), lj4)), off));
+    }
+    _mm512_store_pd(c.tx + q, _mm512_mul_pd(dx, f));
+    _mm512_store_pd(c.ty + q, _mm512_mul_pd(dy, f));
+    _mm512_store_pd(c.tz + q, _mm512_mul_pd(dz, f));
+    if (energy) {
+      _mm512_store_pd(c.te + q, _mm512_add_pd(_mm512_add_pd(evdwl, ecoul), ecorr));
+      _mm512_store_pd(c.tv + q, _mm512_mul_pd(r2, f));
+    }
+  }
+  return mc;
+}
+#pragma GCC diagnostic pop
+#endif
+
+// The terms of a chunk of atom i's list nb[0 .. m): returns how many pairs it kept, their
+// partners in c.j and terms in c.tx ...: all m (the generic loop) or, with AVX-512, those within
+// the reach (the rest have zero terms: x + 0 = x, and no sum here is -0, so the sums' bits are the
+// same either way).
+inline int coul_chunk(int m, const int* nb, const Atoms& a, const LjTable& lj, const CoulParams& p, const CoulFast* cf,
+                      int i, SpecialCursor& sc, bool energy, CoulChunk& c) {
+#if defined(__x86_64__)
+  if (cf) return coul_chunk_avx512(m, nb, a, lj, p, *cf, i, sc, energy, c);
+#endif
+  for (int k = 0; k < padded(m); ++k) c.j[k] = nb[k < m ? k : m - 1];
+  if (a.nspecial > 0)
+    for (int k = 0; k < padded(m); ++k) c.level[k] = k < m ? sc.level(a.id[c.j[k]]) : 0;
+  else
+    for (int k = 0; k < padded(m); ++k) c.level[k] = 0;
+  if (lj.ntypes > 1)
+    for (int k = 0; k < padded(m); ++k) c.type[k] = a.type[c.j[k]];
+  coul_chunk_terms(m, a, lj, p, i, energy, c);
+  return m;
+}
+// The AVX-512 loop's constants where the CPU has it (else null: the generic loop).
+inline std::unique_ptr<CoulFast> coul_fast(const LjTable& lj, const CoulParams& p) {
+#if defined(__x86_64__)
+  static const bool avx512 = has_avx512();
+  if (avx512) return std::make_unique<CoulFast>(lj, p);
+#endif
+  return nullptr;
+}
+
 CUMULUS_COUL_CLONES void coul_forces_full_host(const Atoms& a, const LjTable& lj, const CoulParams& p) {
   const bool energy = a.energy;
+  if (!p.table.c) {
 #pragma omp parallel for schedule(static)
-  for (int i = 0; i < a.n; ++i) coul_atom(a, lj, p, i, energy);
+    for (int i = 0; i < a.n; ++i) coul_atom(a, lj, p, i, energy);
+    return;
+  }
+  // Tabulated: each atom's terms a chunk at a time, then added in list order (coul_atom's sums).
+  const std::unique_ptr<CoulFast> cf = coul_fast(lj, p);
+#pragma omp parallel
+  {
+    CoulChunk c;
+#pragma omp for schedule(static)
+    for (int i = 0; i < a.n; ++i) {
+      double fx = 0, fy = 0, fz = 0, pe = 0, vir = 0;
+      SpecialCursor sc{&a, i};
+      for (std::int64_t k0 = a.start[i]; k0 < a.start[i + 1]; k0 += kChunk) {
+        const int n = static_cast<int>(a.start[i + 1] - k0 < kChunk ? a.start[i + 1] - k0 : kChunk);
+        const int m = coul_chunk(n, a.neighbors + k0, a, lj, p, cf.get(), i, sc, energy, c);
+        for (int k = 0; k < m; ++k) {
+          fx += c.tx[k];
+          fy += c.ty[k];
+          fz += c.tz[k];
+        }
+        if (energy)
+          for (int k = 0; k < m; ++k) {
+            pe += c.te[k];
+            vir += c.tv[k];
+          }
+      }
+      a.fx[i] = fx;
+      a.fy[i] = fy;
+      a.fz[i] = fz;
+      if (energy) {
+        a.pe[i] = 0.5 * pe;
+        a.virial[i] = 0.5 * vir;
+      }
+    }
+  }
 }
 }  // namespace
 #endif
@@ -78,8 +431,59 @@ void coul_forces(const Exec& ex, const Atoms& a, const LjTable& lj, const CoulPa
   }
 #endif
   const bool energy = a.energy;
-  for_each(ex, "md.forces", Box(0, 0, 0, a.n, 1, 1), [=] CUMULUS_HD(int i, int, int) { coul_atom(a, lj, p, i, energy); });
+  for_each(ex, "md.forces", Box(0, 0, 0, a.n, 1, 1),
+           [=] CUMULUS_HD(int i, int, int) { coul_atom(a, lj, p, i, energy); });
 }
+
+#if !defined(__CUDACC__)
+namespace {
+// The half list, tabulated: each slot's terms a chunk at a time (vectorised), then added in list
+// order to the slot's atom and subtracted from (energies added to) each partner, as below. Every
+// owned atom's sums take its pairs in ascending partner id: the full list's bits.
+void coul_forces_half_tabulated(const Atoms& a, const LjTable& lj, const CoulParams& p) {
+  double* const __restrict fx = a.fx;
+  double* const __restrict fy = a.fy;
+  double* const __restrict fz = a.fz;
+  double* const __restrict pe = a.pe;
+  double* const __restrict vir = a.virial;
+  const bool energy = a.energy;
+  CoulChunk c;
+  const std::unique_ptr<CoulFast> cf = coul_fast(lj, p);
+  for (int s = 0; s < a.nslots; ++s) {
+    const int i = a.order[s];
+    double sx = fx[i], sy = fy[i], sz = fz[i], se = pe[i], sv = vir[i];
+    SpecialCursor sc{&a, i};
+    for (std::int64_t k0 = a.start[s]; k0 < a.start[s + 1]; k0 += kChunk) {
+      const int n = static_cast<int>(a.start[s + 1] - k0 < kChunk ? a.start[s + 1] - k0 : kChunk);
+      const int m = coul_chunk(n, a.neighbors + k0, a, lj, p, cf.get(), i, sc, energy, c);
+      const int* const nb = c.j;
+      for (int k = 0; k < m; ++k) {
+        sx += c.tx[k];
+        sy += c.ty[k];
+        sz += c.tz[k];
+        const int j = nb[k];
+        fx[j] -= c.tx[k];
+        fy[j] -= c.ty[k];
+        fz[j] -= c.tz[k];
+      }
+      if (energy)
+        for (int k = 0; k < m; ++k) {
+          se += c.te[k];
+          sv += c.tv[k];
+          const int j = nb[k];
+          pe[j] += c.te[k];
+          vir[j] += c.tv[k];
+        }
+    }
+    fx[i] = sx;
+    fy[i] = sy;
+    fz[i] = sz;
+    pe[i] = se;
+    vir[i] = sv;
+  }
+}
+}  // namespace
+#endif
 
 #if !defined(__CUDACC__)
 // The half list: each pair once, from the slot of the smaller id; its terms added to both atoms
@@ -92,33 +496,67 @@ CUMULUS_COUL_CLONES void coul_forces_half(const Atoms& a, const LjTable& lj, con
   };
   for (int s = 0; s < a.nslots; ++s) zero(a.order[s]);
   for (int i = 0; i < a.n; ++i) zero(i);
-  for (int s = 0; s < a.nslots; ++s) {
-    const int i = a.order[s];
-    const double xi = a.x[i], yi = a.y[i], zi = a.z[i], qi = a.q[i];
-    for (std::int64_t k = a.start[s]; k < a.start[s + 1]; ++k) {
-      const int j = a.neighbors[k];
-      const double dx = minimum_image(xi - a.x[j], a.box[0]), dy = minimum_image(yi - a.y[j], a.box[1]),
-                   dz = minimum_image(zi - a.z[j], a.box[2]);
-      const double r2 = dx * dx + dy * dy + dz * dz;
-      const int level = a.nspecial > 0 ? special_level(a, i, a.id[j]) : 0;
-      const CoulTerms t = coul_pair(coefficients(a, lj, i, j), p, r2, qi * a.q[j], level);
-      const double e = t.evdwl + t.ecoul + t.ecorr, v = r2 * t.fpair;
-      a.fx[i] += dx * t.fpair;
-      a.fy[i] += dy * t.fpair;
-      a.fz[i] += dz * t.fpair;
-      a.pe[i] += e;
-      a.virial[i] += v;
-      a.fx[j] -= dx * t.fpair;
-      a.fy[j] -= dy * t.fpair;
-      a.fz[j] -= dz * t.fpair;
-      a.pe[j] += e;
-      a.virial[j] += v;
+  if (p.table.c)
+    coul_forces_half_tabulated(a, lj, p);
+  else
+    for (int s = 0; s < a.nslots; ++s) {
+      const int i = a.order[s];
+      const double xi = a.x[i], yi = a.y[i], zi = a.z[i], qi = a.q[i];
+      for (std::int64_t k = a.start[s]; k < a.start[s + 1]; ++k) {
+        const int j = a.neighbors[k];
+        const double dx = minimum_image(xi - a.x[j], a.box[0]), dy = minimum_image(yi - a.y[j], a.box[1]),
+                     dz = minimum_image(zi - a.z[j], a.box[2]);
+        const double r2 = dx * dx + dy * dy + dz * dz;
+        const int level = a.nspecial > 0 ? special_level(a, i, a.id[j]) : 0;
+        const CoulTerms t = coul_pair(coefficients(a, lj, i, j), p, r2, qi * a.q[j], level);
+        const double e = t.evdwl + t.ecoul + t.ecorr, v = r2 * t.fpair;
+        a.fx[i] += dx * t.fpair;
+        a.fy[i] += dy * t.fpair;
+        a.fz[i] += dz * t.fpair;
+        a.pe[i] += e;
+        a.virial[i] += v;
+        a.fx[j] -= dx * t.fpair;
+        a.fy[j] -= dy * t.fpair;
+        a.fz[j] -= dz * t.fpair;
+        a.pe[j] += e;
+        a.virial[j] += v;
+      }
     }
-  }
   for (int i = 0; i < a.n; ++i) {
     a.pe[i] = 0.5 * a.pe[i];
     a.virial[i] = 0.5 * a.virial[i];
   }
+}
+#endif
+
+#if !defined(__CUDACC__)
+// All nine of coul_sum's sums in one walk of the host's half list (thermo steps: one walk where
+// nine took as long as nine force calls): each pair's terms from coul_pair, half to each atom, each
+// atom's share then exact.
+void coul_sums_half(const Atoms& a, const LjTable& lj, const CoulParams& p, int e, ExactSum* out) {
+  const double to_units = ::ldexp(0.5, -e);
+  std::vector<double> acc(static_cast<std::size_t>(a.nslots) * 9, 0.0);
+  for (int s = 0; s < a.nslots; ++s) {
+    const int i = a.order[s];
+    double* const ai = acc.data() + static_cast<std::size_t>(i) * 9;
+    for (std::int64_t k = a.start[s]; k < a.start[s + 1]; ++k) {
+      const int j = a.neighbors[k];
+      const double dx = minimum_image(a.x[i] - a.x[j], a.box[0]), dy = minimum_image(a.y[i] - a.y[j], a.box[1]),
+                   dz = minimum_image(a.z[i] - a.z[j], a.box[2]);
+      const int level = a.nspecial > 0 ? special_level(a, i, a.id[j]) : 0;
+      const CoulTerms t = coul_pair(coefficients(a, lj, i, j), p, dx * dx + dy * dy + dz * dz, a.q[i] * a.q[j], level);
+      double* const aj = acc.data() + static_cast<std::size_t>(j) * 9;
+      for (int w = 0; w < 9; ++w) {
+        const double v = share(w, dx, dy, dz, t);
+        ai[w] += v;
+        aj[w] += v;
+      }
+    }
+  }
+  for (int w = 0; w < 9; ++w) out[w] = ExactSum{};
+  for (int i = 0; i < a.n; ++i)
+    for (int w = 0; w < 9; ++w)
+      out[w] = out[w] + ExactSum::of_units(acc[static_cast<std::size_t>(i) * 9 + w] * to_units);
 }
 #endif
 
@@ -134,7 +572,8 @@ ExactSum coul_sum(const Exec& ex, const Atoms& a, const LjTable& lj, const CoulP
         const double dx = minimum_image(a.x[i] - a.x[j], a.box[0]), dy = minimum_image(a.y[i] - a.y[j], a.box[1]),
                      dz = minimum_image(a.z[i] - a.z[j], a.box[2]);
         const int level = a.nspecial > 0 ? special_level(a, i, a.id[j]) : 0;
-        const CoulTerms t = coul_pair(coefficients(a, lj, i, j), p, dx * dx + dy * dy + dz * dz, a.q[i] * a.q[j], level);
+        const CoulTerms t =
+            coul_pair(coefficients(a, lj, i, j), p, dx * dx + dy * dy + dz * dz, a.q[i] * a.q[j], level);
         const double v = share(which, dx, dy, dz, t);
         acc[static_cast<std::size_t>(i)] += v;
         acc[static_cast<std::size_t>(j)] += v;
@@ -145,7 +584,7 @@ ExactSum coul_sum(const Exec& ex, const Atoms& a, const LjTable& lj, const CoulP
     return sum;
   }
 #endif
-  return reduce(ex, "md.coul_sum", Box(0, 0, 0, a.n, 1, 1), ExactSum{}, SumOp{}, [=] CUMULUS_HD(int i, int, int) {
+  return reduce(ex, "md.coul_sum.pairs", Box(0, 0, 0, a.n, 1, 1), ExactSum{}, SumOp{}, [=] CUMULUS_HD(int i, int, int) {
     double t = 0;
     for (std::int64_t k = a.start[i]; k < a.start[i + 1]; ++k) {
       const int j = a.neighbors[k];

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -18,9 +19,11 @@
 #include "core/error.hpp"
 #include "core/memory.hpp"
 #include "solvers/md/atoms.hpp"
+#include "solvers/md/coul_table.hpp"
 #include "solvers/md/data_file.hpp"
 #include "solvers/md/force.hpp"
 #include "solvers/md/neighbor_list.hpp"
+#include "solvers/md/pair_lj_cut_coul_long.hpp"
 #include "solvers/md/topology.hpp"
 #include "solvers/model.hpp"
 
@@ -57,7 +60,8 @@ std::string data_error(const std::string& text) {
 const char* kFull =
     "water-like\n\n4 atoms\n2 atom types\n3 bonds\n1 bond types\n1 angles\n1 angle types\n\n"
     "0 10 xlo xhi\n0 10 ylo yhi\n0 10 zlo zhi\n\nMasses\n\n1 15.9994\n2 1.008\n\n"
-    "Pair Coeffs # lj/cut/coul/long\n\n1 0.1553 3.166\n2 0 0\n\nBond Coeffs\n\n1 450 1.0\n\nAngle Coeffs\n\n1 55 109.47\n\n"
+    "Pair Coeffs # lj/cut/coul/long\n\n1 0.1553 3.166\n2 0 0\n\nBond Coeffs\n\n1 450 1.0\n\nAngle Coeffs\n\n1 55 "
+    "109.47\n\n"
     "Atoms # full\n\n1 7 1 -0.8476 1 1 1\n2 7 2 0.4238 2 1 1 0 0 1\n3 7 2 0.4238 1 2 1\n4 8 2 0.5 5 5 5\n\n"
     "Bonds\n\n1 1 1 2\n2 1 1 3\n3 1 3 4\n\nAngles\n\n1 1 2 1 3\n";
 
@@ -87,10 +91,11 @@ TEST(MdDataFile, ReadsFullStyleWithTopologyAndCoefficients) {
 
 // Without a style comment the columns decide: 6 (or 9) is atom_style charge.
 TEST(MdDataFile, ChargeStyleFromTheColumnCount) {
-  const DataFile d = read_data_file(
-      write_file("charge.data", "c\n\n2 atoms\n1 atom types\n0 4 xlo xhi\n0 4 ylo yhi\n0 4 zlo zhi\n\nMasses\n\n1 1\n\n"
+  const DataFile d =
+      read_data_file(write_file("charge.data",
+                                "c\n\n2 atoms\n1 atom types\n0 4 xlo xhi\n0 4 ylo yhi\n0 4 zlo zhi\n\nMasses\n\n1 1\n\n"
                                 "Atoms\n\n1 1 1.5 0 0 0\n2 1 -1.5 1 1 1 0 0 0\n"),
-      false);
+                     false);
   EXPECT_EQ(d.atom_style, "charge");
   EXPECT_EQ(d.q[1], -1.5);
   EXPECT_EQ(d.molecule[1], 0);
@@ -101,7 +106,8 @@ TEST(MdDataFile, BadTopologyNamesFileAndLine) {
   // A bond to an atom that does not exist (line 43: "3 1 3 9").
   std::string t = full;
   t.replace(t.find("3 1 3 4"), 7, "3 1 3 9");
-  EXPECT_NE(data_error(t).find("bad.data:43: Bonds entry 3 names atom 9, which is not in Atoms"), std::string::npos) << data_error(t);
+  EXPECT_NE(data_error(t).find("bad.data:43: Bonds entry 3 names atom 9, which is not in Atoms"), std::string::npos)
+      << data_error(t);
   // A bond type beyond the header's.
   t = full;
   t.replace(t.find("3 1 3 4"), 7, "3 2 3 4");
@@ -112,7 +118,8 @@ TEST(MdDataFile, BadTopologyNamesFileAndLine) {
   EXPECT_NE(data_error(t).find(":47: a Angles line is 'id type' and 3 atom ids"), std::string::npos) << data_error(t);
   // The header promises angles, the file has none.
   t = full.substr(0, full.find("\nAngles"));
-  EXPECT_NE(data_error(t).find("the header gives 1 Angles but there is no Angles section"), std::string::npos) << data_error(t);
+  EXPECT_NE(data_error(t).find("the header gives 1 Angles but there is no Angles section"), std::string::npos)
+      << data_error(t);
   // A charge that is not a number.
   t = full;
   t.replace(t.find("-0.8476"), 7, "-0.8x76");
@@ -192,60 +199,68 @@ PairResult two_charges(const ForceTerm& style, const double x[2][3], double q0, 
 // an excluded pair, -qqr2e q0 q1 erf(alpha r) / r; the same bits through the three lists; the
 // force is minus the energy's derivative (central differences).
 TEST(PairCoulLong, TwoChargesMatchTheRealSpaceEwaldTerm) {
-  Exec ex;
-  const Config cfg = md_config("units = \"real\"\npair_style = \"coul/long\"\nkspace_style = \"ewald\"\ncutoff = 5.0\n");
-  auto style = force_style("coul/long").create(cfg, 2, ex);
-  const double alpha = 0.31;
-  style->set_ewald_alpha(alpha);
-  EXPECT_TRUE(style->coulomb());
-  const double u[3] = {0.48, 0.6, 0.64};
-  const double qqr2e = 332.06371, q0 = -0.8476, q1 = 0.4238;
-  for (bool special : {false, true})
-    for (double r : {0.9, 2.0, 4.7, 5.3}) {  // across the periodic boundary: atom 0 near x = 0
-      const double x[2][3] = {{0.2, 6.0, 7.0}, {0.2 - r * u[0] + 12.0, 6.0 - r * u[1], 7.0 - r * u[2]}};
-      const double in = r < 5.0 ? 1.0 : 0.0;
-      const double e = in * qqr2e * q0 * q1 * (special ? -std::erf(alpha * r) : std::erfc(alpha * r)) / r;
-      // -dE/dr
-      const double f = in * qqr2e * q0 * q1 *
-                       (special ? 2 * alpha / std::sqrt(kPi) * std::exp(-alpha * alpha * r * r) / r - std::erf(alpha * r) / (r * r)
-                                : std::erfc(alpha * r) / (r * r) + 2 * alpha / std::sqrt(kPi) * std::exp(-alpha * alpha * r * r) / r);
-      PairResult first;
-      for (ListKind kind : {ListKind::host_half, ListKind::host_full, ListKind::kernels}) {
-        const PairResult p = two_charges(*style, x, q0, q1, special, kind, ex);
-        for (int d = 0; d < 3; ++d) {
-          EXPECT_NEAR(p.f[0][d], f * u[d], 1e-12 * std::fabs(f) + 1e-300) << r << " special " << special;
-          EXPECT_EQ(p.f[1][d], -p.f[0][d]);
+  for (bool tabulated : {true, false}) {
+    SCOPED_TRACE(tabulated ? "md.coul_table = true" : "md.coul_table = false");
+    Exec ex;
+    const Config cfg = md_config(
+        std::string("units = \"real\"\npair_style = \"coul/long\"\nkspace_style = \"ewald\"\ncutoff = 5.0\n") +
+        "coul_table = " + (tabulated ? "true" : "false") + "\n");
+    auto style = force_style("coul/long").create(cfg, 2, ex);
+    const double alpha = 0.31;
+    style->set_ewald_alpha(alpha);
+    EXPECT_TRUE(style->coulomb());
+    const double u[3] = {0.48, 0.6, 0.64};
+    const double qqr2e = 332.06371, q0 = -0.8476, q1 = 0.4238;
+    for (bool special : {false, true})
+      for (double r : {0.9, 2.0, 4.7, 5.3}) {  // across the periodic boundary: atom 0 near x = 0
+        const double x[2][3] = {{0.2, 6.0, 7.0}, {0.2 - r * u[0] + 12.0, 6.0 - r * u[1], 7.0 - r * u[2]}};
+        const double in = r < 5.0 ? 1.0 : 0.0;
+        const double e = in * qqr2e * q0 * q1 * (special ? -std::erf(alpha * r) : std::erfc(alpha * r)) / r;
+        // -dE/dr
+        const double f =
+            in * qqr2e * q0 * q1 *
+            (special
+                 ? 2 * alpha / std::sqrt(kPi) * std::exp(-alpha * alpha * r * r) / r - std::erf(alpha * r) / (r * r)
+                 : std::erfc(alpha * r) / (r * r) + 2 * alpha / std::sqrt(kPi) * std::exp(-alpha * alpha * r * r) / r);
+        PairResult first;
+        for (ListKind kind : {ListKind::host_half, ListKind::host_full, ListKind::kernels}) {
+          const PairResult p = two_charges(*style, x, q0, q1, special, kind, ex);
+          for (int d = 0; d < 3; ++d) {
+            EXPECT_NEAR(p.f[0][d], f * u[d], 1e-12 * std::fabs(f) + 1e-300) << r << " special " << special;
+            EXPECT_EQ(p.f[1][d], -p.f[0][d]);
+          }
+          EXPECT_NEAR(p.pe[0], 0.5 * e, 1e-13 * std::fabs(e)) << r << " special " << special;
+          EXPECT_EQ(p.pe[1], p.pe[0]);
+          EXPECT_NEAR(p.virial[0], 0.5 * r * f, 1e-12 * std::fabs(r * f)) << r;
+          if (kind == ListKind::host_half) {
+            first = p;
+          } else {
+            for (int d = 0; d < 3; ++d) EXPECT_EQ(p.f[0][d], first.f[0][d]) << "lists differ";
+            EXPECT_EQ(p.pe[0], first.pe[0]);
+          }
         }
-        EXPECT_NEAR(p.pe[0], 0.5 * e, 1e-13 * std::fabs(e)) << r << " special " << special;
-        EXPECT_EQ(p.pe[1], p.pe[0]);
-        EXPECT_NEAR(p.virial[0], 0.5 * r * f, 1e-12 * std::fabs(r * f)) << r;
-        if (kind == ListKind::host_half) {
-          first = p;
-        } else {
-          for (int d = 0; d < 3; ++d) EXPECT_EQ(p.f[0][d], first.f[0][d]) << "lists differ";
-          EXPECT_EQ(p.pe[0], first.pe[0]);
+        if (r < 5.0 && r > 1.0) {  // central difference of the energy along the line
+          const double h = 1e-5;
+          double eh[2];
+          for (int s = 0; s < 2; ++s) {
+            const double rr = r + (s == 0 ? h : -h);
+            const double y[2][3] = {{0.2, 6.0, 7.0}, {0.2 - rr * u[0] + 12.0, 6.0 - rr * u[1], 7.0 - rr * u[2]}};
+            const PairResult p = two_charges(*style, y, q0, q1, special, ListKind::host_half, ex);
+            eh[s] = p.pe[0] + p.pe[1];
+          }
+          EXPECT_NEAR(-(eh[0] - eh[1]) / (2 * h), f, 1e-6 * std::fabs(f)) << r;
         }
       }
-      if (r < 5.0 && r > 1.0) {  // central difference of the energy along the line
-        const double h = 1e-5;
-        double eh[2];
-        for (int s = 0; s < 2; ++s) {
-          const double rr = r + (s == 0 ? h : -h);
-          const double y[2][3] = {{0.2, 6.0, 7.0}, {0.2 - rr * u[0] + 12.0, 6.0 - rr * u[1], 7.0 - rr * u[2]}};
-          const PairResult p = two_charges(*style, y, q0, q1, special, ListKind::host_half, ex);
-          eh[s] = p.pe[0] + p.pe[1];
-        }
-        EXPECT_NEAR(-(eh[0] - eh[1]) / (2 * h), f, 1e-6 * std::fabs(f)) << r;
-      }
-    }
+  }
 }
 
 // special_coul scales the kept part and corrects the rest: factor c gives
 // c qq erfc / r - (1 - c) qq erf / r; special_lj scales the LJ term.
 TEST(PairCoulLong, SpecialFactorsScaleBothTerms) {
   Exec ex;
-  const Config cfg = md_config("pair_style = \"lj/cut/coul/long\"\nkspace_style = \"ewald\"\ncutoff = 3.0\n"
-                               "special_lj = [0.5, 0, 0]\nspecial_coul = [0.25, 0, 0]\n");
+  const Config cfg = md_config(
+      "pair_style = \"lj/cut/coul/long\"\nkspace_style = \"ewald\"\ncutoff = 3.0\n"
+      "special_lj = [0.5, 0, 0]\nspecial_coul = [0.25, 0, 0]\n");
   auto style = force_style("lj/cut/coul/long").create(cfg, 2, ex);
   const double alpha = 0.9, r = 1.1;
   style->set_ewald_alpha(alpha);
@@ -254,4 +269,142 @@ TEST(PairCoulLong, SpecialFactorsScaleBothTerms) {
   const double s6 = std::pow(1.0 / r, 6), lj = 4 * (s6 * s6 - s6);
   const double coul = -(0.25 * std::erfc(alpha * r) - 0.75 * std::erf(alpha * r)) / r;
   EXPECT_NEAR(p.pe[0] + p.pe[1], 0.5 * lj + coul, 1e-13);
+}
+
+// The tabulated erf(alpha r) / r (coul_table.hpp) and its derivative in r^2 against long double
+// erfl on a dense sweep of r, for the alphas and cutoffs of the validation cases (tolerance 1e-5 to
+// 1e-10 at 10 A, NIST's 5.6 / 20 A, a short cutoff): h to an ulp or so, and the force's erfc part
+// (1 / r^3 + 2 h') to a few 1e-15 of 1 / r^3 (the derivative amplifies the nodes' long-double
+// rounding, most where h' is small beside h: measured 5e-15 to 1.5e-14; LAMMPS's table: about 1e-6).
+TEST(CoulTable, MatchesErfOverROfLongDouble) {
+  for (const auto& [alpha, rc] :
+       std::vector<std::pair<double, double>>{{0.28, 10.0}, {0.2365, 10.0}, {0.33, 10.0}, {0.48, 10.0}, {0.9, 3.0}}) {
+    int n = 0;
+    double inv_ds = 0;
+    const std::vector<double> c = coul_table_build(alpha, rc * rc, &n, &inv_ds);
+    ASSERT_EQ(c.size(), static_cast<std::size_t>(n) * kCoulTableStride);
+    const CoulTableView t{c.data(), inv_ds, rc * rc, n};
+    double worst_h = 0, worst_f = 0;
+    for (int k = 1; k <= 20000; ++k) {
+      const long double r = static_cast<long double>(rc) * k / 20000, s = r * r, a = alpha;
+      double h, dh;
+      coul_table_eval(t, static_cast<double>(s), &h, &dh);
+      // The table takes s as a double: the reference at that same s.
+      const long double sd = static_cast<double>(s), rd = std::sqrt(sd);
+      const long double href = std::erf(a * rd) / rd;
+      // h'(s) = (alpha / sqrt(pi) exp(-alpha^2 s) - h / 2) / s
+      const long double dref = (a / std::sqrt(static_cast<long double>(kPi)) * std::exp(-a * a * sd) - href / 2) / sd;
+      worst_h = std::max(worst_h, static_cast<double>(std::fabs(h - href) / href));
+      if (r > 0.5L) worst_f = std::max(worst_f, static_cast<double>(std::fabs(2 * (dh - dref)) * rd * rd * rd));
+    }
+    EXPECT_LT(worst_h, 4e-16) << "alpha " << alpha << " cutoff " << rc;
+    EXPECT_LT(worst_f, 3e-14) << "alpha " << alpha << " cutoff " << rc;
+    std::printf(
+        "alpha %.4g, cutoff %g, %d intervals: max relative error of h %.2e, of the force's erfc part %.2e of 1/r^3\n",
+        alpha, rc, n, worst_h, worst_f);
+  }
+}
+
+// The host's tabulated loops (the AVX-512 one where the CPU has it, else the generic one; half list
+// at one thread, full list at two) against coul_pair, the scalar function CUDA's coul_atom calls,
+// summed in list order: the same bits, for 432 atoms of two types with charges of both signs,
+// special (1-2 and 1-3) pairs and partners across the periodic boundary.
+TEST(PairCoulLong, TabulatedLoopsGiveCoulPairsBits) {
+  Exec ex;
+  const double box[3] = {18.0, 18.0, 18.0};
+  const int n = 432;  // a jittered 6 x 6 x 12 lattice
+  MdAtoms atoms(ex, std::vector<double>{22.99, 35.45}, true, 2);
+  atoms.store.resize_owned(n);
+  std::uint64_t z = 0x9E3779B97F4A7C15ull;
+  auto uniform = [&z] {
+    z ^= z << 13;
+    z ^= z >> 7;
+    z ^= z << 17;
+    return static_cast<double>(z >> 11) / 9007199254740992.0;
+  };
+  for (int i = 0; i < n; ++i) {
+    const int c[3] = {i % 6, (i / 6) % 6, i / 36};
+    const double spacing[3] = {3.0, 3.0, 1.5};
+    for (int d = 0; d < 3; ++d) atoms.hx(d)[i] = (c[d] + 0.5) * spacing[d] + 0.4 * (uniform() - 0.5);
+    atoms.hid()[i] = i;
+    atoms.htype()[i] = i % 2;
+    atoms.store.host<double>(atoms.charge)[i] = (i % 2 ? -1.0 : 1.0) * (0.5 + uniform());
+    // Atoms 3k, 3k+1, 3k+2 a bonded chain: 1-2 pairs (level 1) and the 1-3 pair (level 2).
+    const int k = i / 3 * 3, r = i % 3;
+    std::int64_t s[2] = {-1, -1};
+    if (r == 0) s[0] = (k + 1) * 4 + 1, s[1] = (k + 2) * 4 + 2;
+    if (r == 1) s[0] = k * 4 + 1, s[1] = (k + 2) * 4 + 1;
+    if (r == 2) s[0] = k * 4 + 2, s[1] = (k + 1) * 4 + 1;
+    for (int c2 = 0; c2 < 2; ++c2) atoms.store.host<std::int64_t>(atoms.special, c2)[i] = s[c2];
+  }
+  atoms.store.upload();
+  CoulParams p;
+  p.qqr2e = 332.06371;
+  p.alpha = 0.33;
+  p.cut2 = 8.0 * 8.0;
+  p.special_lj[1] = 0.0, p.special_lj[2] = 0.5, p.special_lj[3] = 0.5;
+  p.special_coul[1] = 0.0, p.special_coul[2] = 0.25, p.special_coul[3] = 0.5;
+  int nt = 0;
+  double inv_ds = 0;
+  const std::vector<double> table = coul_table_build(p.alpha, p.cut2, &nt, &inv_ds);
+  p.table = CoulTableView{table.data(), inv_ds, p.cut2, nt};
+  std::vector<LjCoefficients> c(4);
+  const double eps[4] = {0.1, 0.2, 0.2, 0.15}, sigma[4] = {2.5, 3.0, 3.0, 4.0}, cut[4] = {8.0, 7.0, 7.0, 6.5};
+  for (int t = 0; t < 4; ++t) {
+    const double s6 = std::pow(sigma[t], 6);
+    c[static_cast<std::size_t>(t)] = {cut[t] * cut[t],      48 * eps[t] * s6 * s6, 24 * eps[t] * s6,
+                                      4 * eps[t] * s6 * s6, 4 * eps[t] * s6,       0.01};
+  }
+  for (bool with_lj : {true, false}) {
+    p.lj = with_lj;
+    const LjTable lj{c.data(), 2};
+    std::vector<double> ref[5];
+    for (int threads : {2, 1}) {
+      const int saved = omp_get_max_threads();
+      omp_set_num_threads(threads);
+      auto list = make_host_neighbor_list(ex);
+      atoms.fit_scratch(atoms.nown());
+      list->build(atoms, box, 8.5);
+      atoms.fit_scratch(list->half() ? atoms.nlocal() : atoms.nown());
+      Atoms a = atoms.view(list.get(), box);
+      a.energy = true;
+      if (threads == 2) {
+        ASSERT_FALSE(a.half);
+        // The reference: coul_pair over the full list in list order, as coul_atom sums.
+        for (auto& v : ref) v.assign(static_cast<std::size_t>(n), 0.0);
+        for (int i = 0; i < n; ++i) {
+          double s[5] = {0, 0, 0, 0, 0};
+          for (std::int64_t k = a.start[i]; k < a.start[i + 1]; ++k) {
+            const int j = a.neighbors[k];
+            const double dx = minimum_image(a.x[i] - a.x[j], box[0]), dy = minimum_image(a.y[i] - a.y[j], box[1]),
+                         dz = minimum_image(a.z[i] - a.z[j], box[2]);
+            const double r2 = dx * dx + dy * dy + dz * dz;
+            const CoulTerms t = coul_pair(c[static_cast<std::size_t>(a.type[i] * 2 + a.type[j])], p, r2,
+                                          a.q[i] * a.q[j], special_level(a, i, a.id[j]));
+            s[0] += dx * t.fpair;
+            s[1] += dy * t.fpair;
+            s[2] += dz * t.fpair;
+            s[3] += t.evdwl + t.ecoul + t.ecorr;
+            s[4] += r2 * t.fpair;
+          }
+          for (int w = 0; w < 5; ++w) ref[w][static_cast<std::size_t>(i)] = w < 3 ? s[w] : 0.5 * s[w];
+        }
+        coul_kernels::host_pass::coul_forces(ex, a, lj, p);
+      } else {
+        ASSERT_TRUE(a.half);
+        coul_kernels::host_pass::coul_forces_half(a, lj, p);
+      }
+      omp_set_num_threads(saved);
+      const double* got[5] = {a.fx, a.fy, a.fz, a.pe, a.virial};
+      long differ = 0, nonzero = 0;
+      for (int w = 0; w < 5; ++w)
+        for (int i = 0; i < n; ++i) {
+          differ += got[w][i] != ref[w][static_cast<std::size_t>(i)];
+          nonzero += ref[w][static_cast<std::size_t>(i)] != 0;
+        }
+      EXPECT_EQ(differ, 0) << (threads == 1 ? "half list" : "full list")
+                           << (with_lj ? ", lj/cut/coul/long" : ", coul/long");
+      EXPECT_EQ(nonzero, 5L * n);
+    }
+  }
 }
