@@ -78,6 +78,7 @@ Atoms MdAtoms::view(const NeighborList* list, const double box[3]) const {
   a.nspecial = nspecial;
   for (int k = 0; k < nspecial; ++k) a.special[k] = store.device<std::int64_t>(special, k);
   a.n = nown();
+  a.nlocal = nlocal();
   if (list) {
     a.start = list->start();
     a.neighbors = list->neighbors();

@@ -36,6 +36,7 @@ struct Atoms {
   const std::int64_t* start = nullptr;  // CSR neighbour list: atom i's neighbours are
   const int* neighbors = nullptr;       // neighbors[start[i] .. start[i + 1])
   int n = 0;
+  int nlocal = 0;  // owned atoms and ghosts (the partners' indices are below it)
   // Half list (host, one thread): slot s holds atom order[s] (owned and ghosts in ascending global
   // id) and its neighbours of larger id in neighbors[start[s] .. start[s + 1]) (a ghost's: owned
   // atoms only). Full list otherwise: slot i is owned atom i, every neighbour listed.
