@@ -2,11 +2,12 @@
 // deposit is an integer, so the charge grid is the same bits whatever the order of the atomic
 // additions, the thread count or the rank count; the spectral sums are exact (core/exact_sum.hpp);
 // each atom's force reads the same grid values in the same order at any rank count.
+#include "solvers/md/pme_kernels.hpp"
+
 #include <cmath>
 #include <cstdint>
 
 #include "core/atomic.hpp"
-#include "solvers/md/pme_kernels.hpp"
 
 namespace cumulus::md {
 namespace pme_kernels::CUMULUS_PASS {
@@ -14,76 +15,142 @@ namespace pme_kernels::CUMULUS_PASS {
 namespace {
 // An atom's first stencil point along one axis (shifted by a multiple of n into [lo, hi - order]),
 // and its spline weights there; false when no shift puts the stencil inside.
-CUMULUS_HD inline bool stencil_axis(double x, int axis, const PmeStencil& st, int* first, double* w) {
+// `order` is st.order, passed apart so that the host's loops can make it a constant.
+CUMULUS_HD inline bool stencil_axis(double x, int axis, const PmeStencil& st, int order, int* first, double* w) {
   const double u = x * st.inv_h[axis];
   const double fl = ::floor(u);
-  int k0 = static_cast<int>(fl) - st.order + 1;
+  int k0 = static_cast<int>(fl) - order + 1;
   const int n = st.n[axis];
   if (k0 < st.lo[axis]) k0 += n;
-  if (k0 + st.order > st.hi[axis]) k0 -= n;
+  if (k0 + order > st.hi[axis]) k0 -= n;
   double m[kPmeMaxOrder];
-  pme_bspline(u - fl, st.order, m, nullptr);
+  pme_bspline(u - fl, order, m, nullptr);
   // theta_j = M_p(w + p - 1 - j): the spline's values in reverse
-  for (int j = 0; j < st.order; ++j) w[j] = m[st.order - 1 - j];
+  for (int j = 0; j < order; ++j) w[j] = m[order - 1 - j];
   *first = k0;
-  return k0 >= st.lo[axis] && k0 + st.order <= st.hi[axis];
+  return k0 >= st.lo[axis] && k0 + order <= st.hi[axis];
 }
 
-CUMULUS_HD inline bool stencil_axis_d(double x, int axis, const PmeStencil& st, int* first, double* w, double* dw) {
+CUMULUS_HD inline bool stencil_axis_d(double x, int axis, const PmeStencil& st, int order, int* first, double* w,
+                                      double* dw) {
   const double u = x * st.inv_h[axis];
   const double fl = ::floor(u);
-  int k0 = static_cast<int>(fl) - st.order + 1;
+  int k0 = static_cast<int>(fl) - order + 1;
   const int n = st.n[axis];
   if (k0 < st.lo[axis]) k0 += n;
-  if (k0 + st.order > st.hi[axis]) k0 -= n;
+  if (k0 + order > st.hi[axis]) k0 -= n;
   double m[kPmeMaxOrder], dm[kPmeMaxOrder];
-  pme_bspline(u - fl, st.order, m, dm);
-  for (int j = 0; j < st.order; ++j) {
-    w[j] = m[st.order - 1 - j];
-    dw[j] = dm[st.order - 1 - j];
+  pme_bspline(u - fl, order, m, dm);
+  for (int j = 0; j < order; ++j) {
+    w[j] = m[order - 1 - j];
+    dw[j] = dm[order - 1 - j];
   }
   *first = k0;
-  return k0 >= st.lo[axis] && k0 + st.order <= st.hi[axis];
+  return k0 >= st.lo[axis] && k0 + order <= st.hi[axis];
+}
+
+// One atom's deposits (1 when its stencil is outside this rank's grid). P: the spline order as a
+// constant (the host's loops, P = 4, 5, 6: unrolled, about twice as fast), or 0: st.order (CUDA).
+// Each deposit is the same integer either way.
+template <int P>
+CUMULUS_HD inline std::int64_t spread_atom(const PmeAtoms& a, const PmeStencil& st, const View<std::int64_t>& grid,
+                                           double scale, bool atomic, int i) {
+  const int order = P > 0 ? P : st.order;
+  int k0[3];
+  double w[3][kPmeMaxOrder];
+  const double pos[3] = {a.x[i], a.y[i], a.z[i]};
+  bool inside = true;
+  for (int d = 0; d < 3; ++d) inside = stencil_axis(pos[d], d, st, order, &k0[d], w[d]) && inside;
+  if (!inside) return 1;
+  const double qs = a.q[i] * scale;
+  for (int c = 0; c < order; ++c) {
+    const double qz = qs * w[2][c];
+    for (int b = 0; b < order; ++b) {
+      const double qyz = qz * w[1][b];
+      std::int64_t* row = &grid(k0[0], k0[1] + b, k0[2] + c);
+      for (int t = 0; t < order; ++t) {
+        const auto v = static_cast<std::int64_t>(::llrint(qyz * w[0][t]));
+        if (atomic)
+          atomic_add(row + t, v);
+        else
+          row[t] += v;
+      }
+    }
+  }
+  return 0;
+}
+
+// One atom's force (and, with a.pe, energy and virial shares) from the potential grid; P as above.
+template <int P>
+CUMULUS_HD inline void force_atom(const PmeAtoms& a, const PmeStencil& st, const View<double>& phi, int i) {
+  const int order = P > 0 ? P : st.order;
+  int k0[3];
+  double w[3][kPmeMaxOrder], dw[3][kPmeMaxOrder];
+  const double pos[3] = {a.x[i], a.y[i], a.z[i]};
+  for (int d = 0; d < 3; ++d) stencil_axis_d(pos[d], d, st, order, &k0[d], w[d], dw[d]);
+  // dE/du_a = q sum over the stencil of (d theta_a) theta_b theta_c phi; F = -dE/dx = -dE/du N / L.
+  double gx = 0, gy = 0, gz = 0;
+  for (int c = 0; c < order; ++c)
+    for (int b = 0; b < order; ++b) {
+      double sx = 0, sy = 0;
+      for (int t = 0; t < order; ++t) {
+        const double p = phi(k0[0] + t, k0[1] + b, k0[2] + c);
+        sx += dw[0][t] * p;
+        sy += w[0][t] * p;
+      }
+      gx += sx * w[1][b] * w[2][c];
+      gy += sy * dw[1][b] * w[2][c];
+      gz += sy * w[1][b] * dw[2][c];
+    }
+  const double q = a.q[i];
+  a.fx[i] -= q * gx * st.inv_h[0];
+  a.fy[i] -= q * gy * st.inv_h[1];
+  a.fz[i] -= q * gz * st.inv_h[2];
+  if (a.pe) {
+    double phi_i = 0;  // the potential at the atom: the stencil's weights times the grid
+    for (int c = 0; c < order; ++c)
+      for (int b = 0; b < order; ++b) {
+        double sy = 0;
+        for (int t = 0; t < order; ++t) sy += w[0][t] * phi(k0[0] + t, k0[1] + b, k0[2] + c);
+        phi_i += sy * w[1][b] * w[2][c];
+      }
+    const double e = 0.5 * q * phi_i;
+    a.pe[i] += e + a.self_coef * q * q + a.extra;
+    a.virial[i] += e * a.virial_per_energy + a.extra_virial;
+  }
 }
 }  // namespace
 
 std::int64_t pme_spread(const Exec& ex, const PmeAtoms& a, const PmeStencil& st, const View<std::int64_t>& grid,
                         double scale, bool atomic) {
-  return reduce(ex, "md.pme_spread", Box(0, 0, 0, a.n, 1, 1), std::int64_t{0}, SumOp{},
-                [=] CUMULUS_HD(int i, int, int) -> std::int64_t {
-                  int k0[3];
-                  double w[3][kPmeMaxOrder];
-                  const double pos[3] = {a.x[i], a.y[i], a.z[i]};
-                  bool inside = true;
-                  for (int d = 0; d < 3; ++d) inside = stencil_axis(pos[d], d, st, &k0[d], w[d]) && inside;
-                  if (!inside) return 1;
-                  const double qs = a.q[i] * scale;
-                  for (int c = 0; c < st.order; ++c) {
-                    const double qz = qs * w[2][c];
-                    for (int b = 0; b < st.order; ++b) {
-                      const double qyz = qz * w[1][b];
-                      std::int64_t* row = &grid(k0[0], k0[1] + b, k0[2] + c);
-                      for (int t = 0; t < st.order; ++t) {
-                        const auto v = static_cast<std::int64_t>(::llrint(qyz * w[0][t]));
-                        if (atomic)
-                          atomic_add(row + t, v);
-                        else
-                          row[t] += v;
-                      }
-                    }
-                  }
-                  return 0;
-                });
+  const Box atoms(0, 0, 0, a.n, 1, 1);
+#if !defined(__CUDACC__)
+  switch (st.order) {
+    case 4:
+      return reduce(ex, "md.pme_spread", atoms, std::int64_t{0}, SumOp{},
+                    [=](int i, int, int) { return spread_atom<4>(a, st, grid, scale, atomic, i); });
+    case 5:
+      return reduce(ex, "md.pme_spread", atoms, std::int64_t{0}, SumOp{},
+                    [=](int i, int, int) { return spread_atom<5>(a, st, grid, scale, atomic, i); });
+    case 6:
+      return reduce(ex, "md.pme_spread", atoms, std::int64_t{0}, SumOp{},
+                    [=](int i, int, int) { return spread_atom<6>(a, st, grid, scale, atomic, i); });
+    default:
+      break;
+  }
+#endif
+  return reduce(ex, "md.pme_spread", atoms, std::int64_t{0}, SumOp{},
+                [=] CUMULUS_HD(int i, int, int) { return spread_atom<0>(a, st, grid, scale, atomic, i); });
 }
 
 void pme_zero(const Exec& ex, const View<std::int64_t>& grid, const Box& box) {
   for_each(ex, "md.pme_zero", box, [=] CUMULUS_HD(int i, int j, int k) { grid(i, j, k) = 0; });
 }
 
-void pme_to_real(const Exec& ex, const View<std::int64_t>& in, const View<double>& out, const Box& box, double inv_scale) {
-  for_each(ex, "md.pme_to_real", box, [=] CUMULUS_HD(int i, int j, int k) {
-    out(i, j, k) = static_cast<double>(in(i, j, k)) * inv_scale;
-  });
+void pme_to_real(const Exec& ex, const View<std::int64_t>& in, const View<double>& out, const Box& box,
+                 double inv_scale) {
+  for_each(ex, "md.pme_to_real", box,
+           [=] CUMULUS_HD(int i, int j, int k) { out(i, j, k) = static_cast<double>(in(i, j, k)) * inv_scale; });
 }
 
 namespace {
@@ -105,7 +172,9 @@ void pme_influence(const Exec& ex, const Box& box, const PmeSpectral& sp) {
   for_each(ex, "md.pme_influence", box, [=] CUMULUS_HD(int i, int j, int k) {
     double m[3], m2, weight;
     wavenumber(sp, i, j, k, m, &m2, &weight);
-    sp.g(i, j, k) = m2 == 0 ? 0.0 : sp.prefactor * ::exp(-sp.pi2_over_alpha2 * m2) / m2 * sp.bmod[0][i] * sp.bmod[1][j] * sp.bmod[2][k];
+    sp.g(i, j, k) =
+        m2 == 0 ? 0.0
+                : sp.prefactor * ::exp(-sp.pi2_over_alpha2 * m2) / m2 * sp.bmod[0][i] * sp.bmod[1][j] * sp.bmod[2][k];
   });
 }
 
@@ -143,42 +212,20 @@ void pme_convolve(const Exec& ex, const StridedView<FftComplex<double>>& s, cons
 }
 
 void pme_forces(const Exec& ex, const PmeAtoms& a, const PmeStencil& st, const View<double>& phi) {
-  for_each(ex, "md.pme_forces", Box(0, 0, 0, a.n, 1, 1), [=] CUMULUS_HD(int i, int, int) {
-    int k0[3];
-    double w[3][kPmeMaxOrder], dw[3][kPmeMaxOrder];
-    const double pos[3] = {a.x[i], a.y[i], a.z[i]};
-    for (int d = 0; d < 3; ++d) stencil_axis_d(pos[d], d, st, &k0[d], w[d], dw[d]);
-    // dE/du_a = q sum over the stencil of (d theta_a) theta_b theta_c phi; F = -dE/dx = -dE/du N / L.
-    double gx = 0, gy = 0, gz = 0;
-    for (int c = 0; c < st.order; ++c)
-      for (int b = 0; b < st.order; ++b) {
-        double sx = 0, sy = 0;
-        for (int t = 0; t < st.order; ++t) {
-          const double p = phi(k0[0] + t, k0[1] + b, k0[2] + c);
-          sx += dw[0][t] * p;
-          sy += w[0][t] * p;
-        }
-        gx += sx * w[1][b] * w[2][c];
-        gy += sy * dw[1][b] * w[2][c];
-        gz += sy * w[1][b] * dw[2][c];
-      }
-    const double q = a.q[i];
-    a.fx[i] -= q * gx * st.inv_h[0];
-    a.fy[i] -= q * gy * st.inv_h[1];
-    a.fz[i] -= q * gz * st.inv_h[2];
-    if (a.pe) {
-      double phi_i = 0;  // the potential at the atom: the stencil's weights times the grid
-      for (int c = 0; c < st.order; ++c)
-        for (int b = 0; b < st.order; ++b) {
-          double sy = 0;
-          for (int t = 0; t < st.order; ++t) sy += w[0][t] * phi(k0[0] + t, k0[1] + b, k0[2] + c);
-          phi_i += sy * w[1][b] * w[2][c];
-        }
-      const double e = 0.5 * q * phi_i;
-      a.pe[i] += e + a.self_coef * q * q + a.extra;
-      a.virial[i] += e * a.virial_per_energy + a.extra_virial;
-    }
-  });
+  const Box atoms(0, 0, 0, a.n, 1, 1);
+#if !defined(__CUDACC__)
+  switch (st.order) {
+    case 4:
+      return for_each(ex, "md.pme_forces", atoms, [=](int i, int, int) { force_atom<4>(a, st, phi, i); });
+    case 5:
+      return for_each(ex, "md.pme_forces", atoms, [=](int i, int, int) { force_atom<5>(a, st, phi, i); });
+    case 6:
+      return for_each(ex, "md.pme_forces", atoms, [=](int i, int, int) { force_atom<6>(a, st, phi, i); });
+    default:
+      break;
+  }
+#endif
+  for_each(ex, "md.pme_forces", atoms, [=] CUMULUS_HD(int i, int, int) { force_atom<0>(a, st, phi, i); });
 }
 
 }  // namespace pme_kernels::CUMULUS_PASS
