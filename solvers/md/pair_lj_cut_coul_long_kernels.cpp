@@ -204,7 +204,9 @@ struct CoulFast {
 // builtins, which -Wuninitialized reports (a known header issue, not ours) once they inline here.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 // coul_chunk_terms by hand in AVX-512 (GCC 12 does not vectorise the gathers from the atoms and
 // the table at its generic tuning): coul_pair_tabulated's operations in its order, lane by lane, so
 // the same bits. Lanes past m repeat the last partner (the chunk's padding) and are never read.
