@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -210,8 +211,12 @@ class HostNeighborList : public NeighborList {
     const bool half = half_;
     const int nown = n_own;
     std::vector<double> entries(static_cast<std::size_t>(nthreads), 0.0);
+    // An exception may not leave an OpenMP region (std::terminate): a thread's (a failed
+    // allocation of its list part, say) is kept and thrown after the region, where the caller's
+    // handler names it (issue #20).
+    std::exception_ptr failure;
 #pragma omp parallel num_threads(nthreads)
-    {
+    try {
       const int t = omp_get_thread_num(), nt = omp_get_num_threads();
       const int i0 = static_cast<int>(static_cast<std::int64_t>(nslots) * t / nt);
       const int i1 = static_cast<int>(static_cast<std::int64_t>(nslots) * (t + 1) / nt);
@@ -343,7 +348,11 @@ class HostNeighborList : public NeighborList {
         counts_per_atom[static_cast<std::size_t>(slot)] = static_cast<std::int64_t>(ncand);
       }
       entries[t] = static_cast<double>(entries_int);
+    } catch (...) {
+#pragma omp critical(cumulus_neighbor_failure)
+      if (!failure) failure = std::current_exception();
     }
+    if (failure) std::rethrow_exception(failure);
     tpairs_region.reset();
     tph = std::make_unique<ScopedTimer>("md.neighbor_build.copy");
     std::size_t npairs = 0;
