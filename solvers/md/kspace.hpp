@@ -43,15 +43,16 @@ struct ChargeTotals {
 };
 
 void declare_kspace_keys(Schema& s);
-// Checks of the k-space keys against the box and the charges (cfg.fail: exit 2).
-void check_kspace(const Config& cfg, const std::array<double, 3>& box, const ChargeTotals& charges, double coul_cutoff);
+// Checks of the k-space keys against the box and the charges (cfg.fail: exit 2). Returns an
+// estimate of the term's memory over all ranks, in bytes (for check's per-rank estimate).
+double check_kspace(const Config& cfg, const std::array<double, 3>& box, const ChargeTotals& charges, double coul_cutoff);
 // The job's k-space term (null for md.kspace_style = "none").
 std::unique_ptr<KSpace> make_kspace(const Config& cfg, const std::array<double, 3>& box, const ChargeTotals& charges,
                                     double coul_cutoff);
 
 // PME's keys, checks and term (kspace_pme.cpp), called by the three functions above.
 void declare_pme_keys(Schema& s);
-void check_pme(const Config& cfg, const std::array<double, 3>& box, const ChargeTotals& charges, double coul_cutoff);
+double check_pme(const Config& cfg, const std::array<double, 3>& box, const ChargeTotals& charges, double coul_cutoff);
 std::unique_ptr<KSpace> make_pme_kspace(const Config& cfg, const std::array<double, 3>& box, const ChargeTotals& charges,
                                         double coul_cutoff);
 

@@ -307,13 +307,10 @@ void declare_kspace_keys(Schema& s) {
   declare_pme_keys(s);
 }
 
-void check_kspace(const Config& cfg, const std::array<double, 3>& L, const ChargeTotals& c, double rc) {
-  if (cfg.get<std::string>("md.kspace_style") == "none") return;
+double check_kspace(const Config& cfg, const std::array<double, 3>& L, const ChargeTotals& c, double rc) {
+  if (cfg.get<std::string>("md.kspace_style") == "none") return 0;
   if (c.qsqsum == 0) cfg.fail("md.kspace_style", "is " + cfg.get<std::string>("md.kspace_style") + ", but every charge is zero");
-  if (cfg.get<std::string>("md.kspace_style") == "pme") {
-    check_pme(cfg, L, c, rc);
-    return;
-  }
+  if (cfg.get<std::string>("md.kspace_style") == "pme") return check_pme(cfg, L, c, rc);
   const auto km = cfg.get<std::vector<std::int64_t>>("md.ewald_kmax");
   if (km.size() == 2) cfg.fail("md.ewald_kmax", "has 2 entries: give one (all axes) or three");
   if (c.qsqsum == 0) cfg.fail("md.kspace_style", "is ewald, but every charge is zero");
@@ -326,6 +323,7 @@ void check_kspace(const Config& cfg, const std::array<double, 3>& L, const Charg
              strprintf("asks for kmax %d %d %d (about %.3g k vectors): more than the Ewald sum can take (4 million); use a "
                        "looser tolerance, a longer cutoff or PME",
                        p.kmax[0], p.kmax[1], p.kmax[2], nk));
+  return nk * 64;  // the structure factor's words and their exact sums, per vector
 }
 
 std::unique_ptr<KSpace> make_kspace(const Config& cfg, const std::array<double, 3>& L, const ChargeTotals& c, double rc) {

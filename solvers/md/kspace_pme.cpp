@@ -185,7 +185,7 @@ void declare_pme_keys(Schema& s) {
       .at_most(6);
 }
 
-void check_pme(const Config& cfg, const std::array<double, 3>& L, const ChargeTotals& c, double rc) {
+double check_pme(const Config& cfg, const std::array<double, 3>& L, const ChargeTotals& c, double rc) {
   const auto g = cfg.get<std::vector<std::int64_t>>("md.pme_grid");
   if (g.size() == 2) cfg.fail("md.pme_grid", "has 2 entries: give one (all axes) or three");
   const PmeChoice p = pme_choice(cfg, L, c, rc);
@@ -197,6 +197,10 @@ void check_pme(const Config& cfg, const std::array<double, 3>& L, const ChargeTo
                strprintf("asks for %d PME grid points along %c (order %d): between %d and 4095 are possible; use a looser "
                          "tolerance, a longer cutoff or another grid",
                          p.grid[d], "xyz"[d], p.order, 2 * p.order));
+  // Per grid point, over all ranks: the integer charge grid and the potential grid (8 bytes each,
+  // with their ghost layers), the FFT's real input and half spectrum (8 + 8) and its transposes'
+  // buffers (about 32): 80 bytes, an estimate.
+  return 80.0 * p.grid[0] * p.grid[1] * p.grid[2];
 }
 
 std::unique_ptr<KSpace> make_pme_kspace(const Config& cfg, const std::array<double, 3>& L, const ChargeTotals& c, double rc) {

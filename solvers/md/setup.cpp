@@ -192,16 +192,17 @@ double coul_cutoff(const Config& cfg) {
 namespace {
 // A Coulomb pair style needs charges (a data file of atom_style charge or full) and a k-space
 // style; a k-space style needs a Coulomb pair style. Then the k-space's own checks.
-void check_charges(const Config& cfg, const DataFile* data) {
+// Returns the k-space term's memory estimate (bytes over all ranks; 0 without one).
+double check_charges(const Config& cfg, const DataFile* data) {
   const std::string pair = cfg.get<std::string>("md.pair_style"), kspace = cfg.get<std::string>("md.kspace_style");
   const bool coulomb = pair.find("coul") != std::string::npos;
   if (kspace != "none" && !coulomb)
     cfg.fail("md.kspace_style", "is " + kspace + ", but the pair style " + pair + " has no Coulomb term (lj/cut/coul/long, coul/long)");
-  if (!coulomb) return;
+  if (!coulomb) return 0;
   if (!data || data->atom_style == "atomic")
     cfg.fail("md.data_file", "pair style " + pair + " needs charges: a LAMMPS data file of atom_style charge or full");
   const std::array<double, 3> L{data->hi[0] - data->lo[0], data->hi[1] - data->lo[1], data->hi[2] - data->lo[2]};
-  check_kspace(cfg, L, charge_totals(*data), coul_cutoff(cfg));
+  return check_kspace(cfg, L, charge_totals(*data), coul_cutoff(cfg));
 }
 }  // namespace
 
@@ -241,7 +242,7 @@ void check(const Config& cfg, int nranks) {
   }
   const ForceStyle& style = force_style(cfg.get<std::string>("md.pair_style"));
   style.check(cfg, ntypes);
-  check_charges(cfg, from_file ? &data : nullptr);
+  const double kspace_bytes = check_charges(cfg, from_file ? &data : nullptr);
   const Setup s = read_setup(cfg, from_file ? data.ntypes : 0);
   const std::array<double, 3> L = box_lengths(s, from_file ? &data : nullptr);
   double natoms = from_file ? static_cast<double>(data.natoms) : static_cast<double>(basis(s.lattice).size());
@@ -264,9 +265,11 @@ void check(const Config& cfg, int nranks) {
     const double neighbours = natoms / volume * 4.18879 * reach * reach * reach;  // 4/3 pi r^3 n
     const double side = std::cbrt(volume / nranks);
     const double ghost_factor = std::pow((side + 2 * reach) / side, 3);
-    const double per_atom = (256.0 + 4.0 * neighbours) * ghost_factor;
+    // The k-space term's grid (PME) or vectors (Ewald), spread over the ranks as its atoms are.
+    const double per_atom = (256.0 + 4.0 * neighbours) * ghost_factor + (natoms > 0 ? kspace_bytes / natoms : 0);
     check_node_memory(cfg, from_file ? "md.data_file" : "md.cells", natoms, per_atom, nranks, "atoms",
-                      strprintf("about %.0f bytes per atom with ghosts and neighbour lists", per_atom));
+                      strprintf("about %.0f bytes per atom with ghosts and neighbour lists%s", per_atom,
+                                kspace_bytes > 0 ? " and the k-space term" : ""));
   }
   check_decomposition(cfg, "md.cells", owner_cells(s, L), {true, true, true}, nranks, 3, kOwnerCellsPerReach,
                       strprintf("the box holds too few bins of cutoff + skin for %d ranks", nranks));
