@@ -47,9 +47,10 @@ class MdModel : public Model {
   MdModel(const Config& cfg, const Context& ctx)
       : ctx_(ctx), np_(ctx.comm.size()),
         data_(data_file_path(cfg).empty() ? DataFile{} : read_data_file(data_file_path(cfg), false)),
-        s_(read_setup(cfg, data_.ntypes)),
+        cfg_(data_file_path(cfg).empty() ? cfg : with_data_pair_coeffs(cfg, data_)),
+        s_(read_setup(cfg_, data_.ntypes)),
         decomp_(make_decomposition(s_, box_lengths(s_, s_.data_file.empty() ? nullptr : &data_), np_)),
-        pair_(force_style(s_.pair_style).create(cfg, s_.ntypes, ctx_.exec)),
+        pair_(force_style(s_.pair_style).create(cfg_, s_.ntypes, ctx_.exec)),
         box_(box_lengths(s_, s_.data_file.empty() ? nullptr : &data_)) {
     const bool from_file = !s_.data_file.empty();
     if (from_file) s_.masses = data_.mass;
@@ -63,7 +64,7 @@ class MdModel : public Model {
     for (double& m : internal_mass) m *= s_.units.mvv2e;
     atoms_ = std::make_unique<MdAtoms>(ctx_.exec, internal_mass, charged, static_cast<int>(nspecial));
     if (charged) {
-      kspace_ = make_kspace(cfg, box_lengths(s_, &data_), charge_totals(data_), coul_cutoff(cfg));
+      kspace_ = make_kspace(cfg_, box_lengths(s_, &data_), charge_totals(data_), coul_cutoff(cfg_));
       if (kspace_) pair_->set_ewald_alpha(kspace_->alpha());
     }
     domain_ = std::make_unique<AtomDomain>(ctx_.comm, ctx_.exec, decomp_, box_.lengths(), s_.cutoff + s_.skin);
@@ -384,6 +385,7 @@ class MdModel : public Model {
   Context ctx_;
   int np_;
   DataFile data_;
+  Config cfg_;  // the job, with the data file's Pair Coeffs where it gives none (with_data_pair_coeffs)
   Setup s_;
   CartesianDecomposition decomp_;
   std::unique_ptr<ForceTerm> pair_;

@@ -206,19 +206,47 @@ double check_charges(const Config& cfg, const DataFile* data) {
 }
 }  // namespace
 
-void check(const Config& cfg, int nranks) {
-  const auto c = cfg.get<std::vector<std::int64_t>>("md.cells");
-  if (c.size() == 2) cfg.fail("md.cells", "has 2 entries: give one (all axes) or three");
+Config with_data_pair_coeffs(const Config& cfg, const DataFile& d) {
+  const std::string style = cfg.get<std::string>("md.pair_style");
+  if (d.pair_coeffs.empty() || style.rfind("lj/", 0) != 0) return cfg;
+  if (cfg.where("md.epsilon") != "default" || cfg.where("md.sigma") != "default") return cfg;
+  std::vector<bool> given(static_cast<std::size_t>(d.ntypes) + 1, false);
+  for (const std::string& name : cfg.instances("md.pairs")) {
+    const auto t = cfg.get<std::vector<std::int64_t>>("md.pairs." + name + ".types");
+    if (t.size() == 2 && t[0] == t[1] && t[0] >= 1 && t[0] <= d.ntypes) given[static_cast<std::size_t>(t[0])] = true;
+  }
+  Config out = cfg;
+  const std::string where = data_file_path(cfg) + " (Pair Coeffs)";
+  for (int ty = 1; ty <= d.ntypes; ++ty) {
+    const std::vector<double>& c = d.pair_coeffs[static_cast<std::size_t>(ty - 1)];
+    if (c.empty() || given[static_cast<std::size_t>(ty)]) continue;
+    if (c.size() < 2 || c.size() > 3)
+      cfg.fail("md.data_file", strprintf("its Pair Coeffs give type %d %zu numbers: %s's are epsilon sigma [cutoff]", ty,
+                                         c.size(), style.c_str()));
+    const std::string k = strprintf("md.pairs.data_type%d.", ty);
+    out.set(k + "types", std::vector<std::int64_t>{ty, ty}, where);
+    out.set(k + "epsilon", c[0], where);
+    out.set(k + "sigma", c[1], where);
+    out.set(k + "cutoff", c.size() == 3 ? c[2] : 0.0, where);
+  }
+  return out;
+}
+
+void check(const Config& job, int nranks) {
+  const auto c = job.get<std::vector<std::int64_t>>("md.cells");
+  if (c.size() == 2) job.fail("md.cells", "has 2 entries: give one (all axes) or three");
   DataFile data;
-  const std::string path = data_file_path(cfg);
+  const std::string path = data_file_path(job);
   const bool from_file = !path.empty();
   if (from_file) {
     try {
       data = read_data_file(path, false);
     } catch (const InputError& e) {
-      cfg.fail("md.data_file", e.what());
+      job.fail("md.data_file", e.what());
     }
   }
+  // The data file's Pair Coeffs where the job gives none (as the model does).
+  const Config cfg = from_file ? with_data_pair_coeffs(job, data) : job;
   const int nt = static_cast<int>(cfg.get<std::int64_t>("md.types"));
   if (from_file && cfg.where("md.types") != "default" && nt != data.ntypes)
     cfg.fail("md.types", strprintf("is %d, but the data file %s declares %d atom types", nt, path.c_str(), data.ntypes));

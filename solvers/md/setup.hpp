@@ -47,6 +47,12 @@ std::array<double, 3> box_lengths(const Setup& s, const DataFile* data);
 // The charges of a data file, summed in file order (the same numbers on every rank).
 struct ChargeTotals;
 ChargeTotals charge_totals(const DataFile& d);
+// The data file's Pair Coeffs (lj/cut's form: "type epsilon sigma [cutoff]") as the job's per-type
+// LJ pairs, [md.pairs.data_type<N>] with types [N, N], for the LJ pair styles. The job's own keys
+// win, as LAMMPS's pair_coeff commands in an input script override a data file's: a type whose
+// [md.pairs] table the job gives keeps it, and a job that sets md.epsilon or md.sigma (pair_coeff
+// * *) takes none of the file's. Unlike pairs then mix (md.mixing) as before.
+Config with_data_pair_coeffs(const Config& cfg, const DataFile& d);
 // The real-space Coulomb cutoff: md.coul_cutoff, or md.cutoff where it is 0.
 double coul_cutoff(const Config& cfg);
 // Ownership cells and their split over ranks (setup.cpp says why they are finer than the list's bins).

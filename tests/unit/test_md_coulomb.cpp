@@ -24,6 +24,7 @@
 #include "solvers/md/force.hpp"
 #include "solvers/md/neighbor_list.hpp"
 #include "solvers/md/pair_lj_cut_coul_long.hpp"
+#include "solvers/md/setup.hpp"
 #include "solvers/md/topology.hpp"
 #include "solvers/model.hpp"
 
@@ -406,5 +407,40 @@ TEST(PairCoulLong, TabulatedLoopsGiveCoulPairsBits) {
                            << (with_lj ? ", lj/cut/coul/long" : ", coul/long");
       EXPECT_EQ(nonzero, 5L * n);
     }
+  }
+}
+
+// A data file's Pair Coeffs become the LJ pairs of types the job leaves alone; the job's
+// [md.pairs] tables and md.epsilon / md.sigma win (LAMMPS's pair_coeff in the input script).
+TEST(MdDataFile, PairCoeffsGiveTheLjPairsTheJobLeavesOut) {
+  const DataFile d = read_data_file(write_file("full.data", kFull), false);
+  const std::string base = "pair_style = \"lj/cut/coul/long\"\nkspace_style = \"ewald\"\ncutoff = 9.0\n";
+  {
+    const Config cfg = with_data_pair_coeffs(md_config(base), d);
+    const std::vector<LjPair> p = lj_pairs(cfg, 2);
+    EXPECT_EQ(p[0].epsilon, 0.1553);
+    EXPECT_EQ(p[0].sigma, 3.166);
+    EXPECT_EQ(p[0].cutoff, 9.0);
+    EXPECT_EQ(p[3].epsilon, 0.0);
+    EXPECT_EQ(p[1].sigma, 0.5 * 3.166);  // mixed (arithmetic)
+    EXPECT_NE(cfg.where("md.pairs.data_type1.sigma").find("Pair Coeffs"), std::string::npos);
+  }
+  {
+    const Config cfg =
+        with_data_pair_coeffs(md_config(base + "[md.pairs.o]\ntypes = [1, 1]\nepsilon = 0.2\nsigma = 3.0\n"), d);
+    const std::vector<LjPair> p = lj_pairs(cfg, 2);
+    EXPECT_EQ(p[0].epsilon, 0.2);  // the job's
+    EXPECT_EQ(p[3].sigma, 0.0);    // the file's
+  }
+  {
+    const Config cfg = with_data_pair_coeffs(md_config(base + "epsilon = 0.5\n"), d);
+    const std::vector<LjPair> p = lj_pairs(cfg, 2);
+    EXPECT_EQ(p[0].epsilon, 0.5);
+    EXPECT_EQ(p[3].epsilon, 0.5);
+    EXPECT_EQ(p[0].sigma, 1.0);  // md.sigma's default: none of the file's
+  }
+  {  // coul/long has no LJ part: the file's Pair Coeffs are not its business
+    const Config cfg = with_data_pair_coeffs(md_config("pair_style = \"coul/long\"\nkspace_style = \"ewald\"\n"), d);
+    EXPECT_TRUE(cfg.instances("md.pairs").empty());
   }
 }

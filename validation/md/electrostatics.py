@@ -383,6 +383,170 @@ run 1
     check("per-atom forces vs LAMMPS, its erfc's effect taken out", resid, 0.0, 1e-8, relative=False)
 
 
+NA_CL = {3: (22.98977, 1.0), 4: (35.453, -1.0)}  # type: mass, charge (Na+, Cl-; LJ from NACL_LJ)
+
+
+def solution_data(path, reps=2, every=50):
+    """An NaCl solution: NIST's SPC/E configuration 1 replicated reps^3 times (box (-L/2, L/2),
+    L = 20 reps A), every `every`-th water replaced by an ion at its oxygen (Na+ and Cl- in turn).
+    Types 1 O, 2 H, 3 Na+, 4 Cl-; one molecule id per water and per ion."""
+    L1, sites = read_spce()
+    L = L1 * reps
+    waters = [sites[k:k + 3] for k in range(0, len(sites), 3)]
+    atoms, bonds, angles = [], [], []
+    mol = 0
+    ions = 0
+    for a in range(reps):
+        for b in range(reps):
+            for c in range(reps):
+                shift = (a * L1, b * L1, c * L1)
+                for w in waters:
+                    pos = [(x + shift[0] + L1 / 2 - L / 2, y + shift[1] + L1 / 2 - L / 2, z + shift[2] + L1 / 2 - L / 2)
+                           for _, x, y, z in w]
+                    mol += 1
+                    if mol % every == 0:
+                        t = 3 + ions % 2
+                        ions += 1
+                        atoms.append((t, NA_CL[t][1], *pos[0], mol))
+                        continue
+                    o = len(atoms) + 1
+                    atoms.append((1, -0.8476, *pos[0], mol))
+                    atoms.append((2, 0.4238, *pos[1], mol))
+                    atoms.append((2, 0.4238, *pos[2], mol))
+                    bonds += [(o, o + 1), (o, o + 2)]
+                    angles.append((o + 1, o, o + 2))
+    write_data(path, f"NaCl solution: {mol - ions} SPC/E waters and {ions} ions", [(-L / 2, L / 2)] * 3,
+               [15.9994, 1.008, NA_CL[3][0], NA_CL[4][0]], atoms, bonds, angles, "full")
+    return L, len(atoms), ions
+
+
+def velocities_from(path_h5, n):
+    import h5py
+    with h5py.File(path_h5, "r") as f:
+        ids = f["arrays/id"][...].ravel()
+        vel = f["arrays/velocity"][...].reshape(3, -1)
+    return {int(i) + 1: vel[:, k] for k, i in enumerate(ids)}
+
+
+def lammps_run(lmp, d, script, n):
+    """Runs `script` in d; returns (thermo row of step 0 as a dict, the last dump's velocities by id)."""
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "in.lmp"), "w") as f:
+        f.write(script)
+    p = subprocess.run([lmp, "-in", "in.lmp", "-log", "log.lammps", "-screen", "none"], cwd=d,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"lmp: exit {p.returncode}\n{p.stdout[-2000:]}")
+    lines = open(os.path.join(d, "log.lammps")).read().split("\n")
+    head = next(k for k, line in enumerate(lines) if line.split()[:2] == ["Step", "PotEng"])
+    row = dict(zip(lines[head].split(), (float(x) for x in lines[head + 1].split())))
+    dump = open(os.path.join(d, "v.dump")).read().split("\n")
+    last = max(k for k, line in enumerate(dump) if line.startswith("ITEM: ATOMS"))
+    vel = {}
+    for line in dump[last + 1:last + 1 + n]:
+        w = line.split()
+        vel[int(w[0])] = [float(x) for x in w[1:4]]
+    return row, vel
+
+
+def solution(binary, out, check, quick):
+    """LAMMPS side by side on an NaCl solution in SPC/E water (issue #18): lj/cut/coul/long with
+    kspace ewald (same alpha and kmax: energies, pressure and per-atom forces to 1e-8 once LAMMPS's
+    polynomial erfc is taken out) and with pppm against our pme (same accuracy 1e-5, order 5: forces
+    within twice the accuracy, the energy to 1e-4)."""
+    reps = 1 if quick else 2
+    print(f"solution: an NaCl solution in SPC/E water ({reps}^3 NIST boxes), against LAMMPS ewald and pppm")
+    lmp = shutil.which("lmp")
+    try:
+        import h5py  # noqa: F401
+    except ImportError:
+        lmp = None
+    if not lmp:
+        print("  lmp or h5py not found: skipped")
+        return
+    data = os.path.join(out, f"solution{reps}.data")
+    L, n, ions = solution_data(data, reps, 25 if reps == 1 else 50)
+    print(f"  {n} atoms ({ions} ions), box {L:g} A")
+    alpha, kmax, dt, rc = 0.28, 5 * reps, 1e-4, 10.0
+    ftm2v = 1.0 / 48.88821291 / 48.88821291
+    masses = {1: 15.9994, 2: 1.008, 3: NA_CL[3][0], 4: NA_CL[4][0]}
+    types = spce_types(data)
+    lj = {1: (SPCE_EPS, SPCE_SIGMA), 2: (0.0, 1.0), 3: NACL_LJ[1], 4: NACL_LJ[2]}
+    keys = {"units": '"real"', "pair_style": '"lj/cut/coul/long"', "cutoff": rc, "skin": 0.0, "temperature": 0,
+            "mixing": '"lorentz_berthelot"', "dt": dt}
+    for t, (e, sg) in lj.items():
+        keys[f"pairs.t{t}"] = f"{{ types = [{t}, {t}], epsilon = {e!r}, sigma = {sg!r} }}"
+    coeffs = "".join(f"pair_coeff {t} {t} {e!r} {sg!r}\n" for t, (e, sg) in lj.items())
+    common = f"""units real
+atom_style full
+boundary p p p
+read_data {data}
+pair_style lj/cut/coul/long {rc}
+pair_modify mix arithmetic
+{{table}}
+{coeffs}bond_style zero
+bond_coeff 1 1.0
+angle_style zero
+angle_coeff 1 109.47
+special_bonds lj/coul 0.0 0.0 0.0
+{{kspace}}
+neighbor 0.0 bin
+timestep {dt!r}
+fix 1 all nve
+thermo_style custom step pe evdwl ecoul elong press
+thermo_modify format float %.15g
+dump 1 all custom 1 v.dump id vx vy vz
+dump_modify 1 format float %.17g sort id
+run 1
+"""
+
+    def rms_of(v):
+        return math.sqrt(sum(sum(c * c for c in x) for x in v.values()) / (3 * len(v)))
+
+    # Ewald at the same alpha and kmax.
+    k = dict(keys, kspace_style='"ewald"', ewald_alpha=alpha, ewald_kmax=f"[{kmax}]")
+    d = os.path.join(out, f"solution{reps}-ewald")
+    r = run_cumulus(binary, d, data, k, steps=1)[0]
+    ours = velocities_from(os.path.join(d, "run", "checkpoints", "checkpoint_000000000001.h5"), n)
+    row, theirs = lammps_run(lmp, os.path.join(out, f"solution{reps}-ewald-lammps"), common.format(
+        table="pair_modify table 0",
+        kspace=f"kspace_style ewald 1e-6\nkspace_modify gewald {alpha!r} kmax/ewald {kmax} {kmax} {kmax}"), n)
+    exact, approx = coulomb_pair_sums(data, alpha, rc)
+    ecoul = r["e_coul"] + r["e_special"]
+    check("solution, ewald: our ecoul vs a direct pair sum", ecoul, exact, 1e-10)
+    check("solution, ewald: LAMMPS ecoul vs the A&S pair sum", row["E_coul"], approx, 1e-10)
+    check("solution, ewald: evdwl", r["e_vdwl"], row["E_vdwl"], 1e-10)
+    check("solution, ewald: elong (e_long + e_self)", r["e_long"] + r["e_self"] + r["e_background"], row["E_long"], 1e-8)
+    check("solution, ewald: pe less ecoul", r["pe_per_atom"] * n - ecoul, row["PotEng"] - row["E_coul"], 1e-8)
+    check("solution, ewald: pe (LAMMPS's erfc taken out)", r["pe_per_atom"] * n, row["PotEng"] - approx + exact, 1e-8)
+    check("solution, ewald: pressure (erfc differs)", r["pressure"], row["Press"], 1e-5)
+    delta = coulomb_force_difference(data, alpha, rc)
+    rms = rms_of(theirs)
+    raw = max(abs(ours[i][c] - theirs[i][c]) for i in theirs for c in range(3)) / rms
+    resid = max(abs(ours[i][c] - theirs[i][c] - dt * ftm2v / masses[types[i]] * delta[i][c])
+                for i in theirs for c in range(3)) / rms
+    print(f"  ewald forces: largest difference {raw:.2e} of the RMS force; {resid:.2e} with LAMMPS's erfc taken out")
+    check("solution, ewald: forces, LAMMPS's erfc taken out", resid, 0.0, 1e-8, relative=False)
+    # PME against PPPM at the same accuracy (each picks its grid; both derive alpha the same way).
+    k = dict(keys, kspace_style='"pme"', kspace_tolerance=1e-5, pme_order=5)
+    d = os.path.join(out, f"solution{reps}-pme")
+    r = run_cumulus(binary, d, data, k, steps=1)[0]
+    ours = velocities_from(os.path.join(d, "run", "checkpoints", "checkpoint_000000000001.h5"), n)
+    row, theirs = lammps_run(lmp, os.path.join(out, f"solution{reps}-pppm-lammps"), common.format(
+        table="", kspace="kspace_style pppm 1e-5\nkspace_modify order 5"), n)
+    # The tolerance is a relative force accuracy: tol x qqr2e (the force of two unit charges 1 A
+    # apart) is each code's RMS force error estimate, so their difference is within twice it.
+    rms = rms_of(theirs)
+    to_force = {i: masses[types[i]] / (dt * ftm2v) for i in theirs}  # velocity after one step -> force
+    fdiff = math.sqrt(sum(((ours[i][c] - theirs[i][c]) * to_force[i]) ** 2 for i in theirs for c in range(3)) / (3 * n))
+    frms = math.sqrt(sum((theirs[i][c] * to_force[i]) ** 2 for i in theirs for c in range(3)) / (3 * n))
+    print(f"  pme vs pppm: RMS force difference {fdiff:.3e} kcal/mol/A ({fdiff / frms:.2e} of the RMS force "
+          f"{frms:.3g}); the accuracy asked for, 1e-5 x qqr2e: {1e-5 * 332.06371:.3e}")
+    check("solution, pme vs pppm: RMS force difference / accuracy", fdiff / (1e-5 * 332.06371), 0.0, 2.0, relative=False)
+    check("solution, pme vs pppm: pe (relative)", r["pe_per_atom"] * n, row["PotEng"], 1e-4)
+    check("solution, pme vs pppm: pressure", r["pressure"], row["Press"], 1e-3)
+
+
 def spce_types(data):
     with open(data) as f:
         lines = f.read().split("\n")
@@ -615,10 +779,10 @@ def main():
     binary = os.path.abspath(args.binary)
     os.makedirs(args.out, exist_ok=True)
     check = Check()
-    cases = args.cases or "madelung,net_charge,nist,lammps,forces_lammps,nve_lammps" + ("" if args.quick else ",nve_energy")
+    cases = args.cases or "madelung,net_charge,nist,lammps,forces_lammps,solution,nve_lammps" + ("" if args.quick else ",nve_energy")
     for case in cases.split(","):
         {"madelung": madelung, "net_charge": net_charge, "nist": nist, "lammps": lammps, "forces_lammps": forces_lammps,
-         "nve_lammps": nve_lammps, "nve_energy": nve_energy}[case](binary, os.path.abspath(args.out), check, args.quick)
+         "solution": solution, "nve_lammps": nve_lammps, "nve_energy": nve_energy}[case](binary, os.path.abspath(args.out), check, args.quick)
     if check.failed:
         print("FAILED: " + ", ".join(check.failed))
         return 1
