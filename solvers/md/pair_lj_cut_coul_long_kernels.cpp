@@ -2,7 +2,9 @@
 // core/kernel_pass.hpp). Plain loops: each owned atom sums its pairs in list order (ascending
 // partner id), so the full list, the half list and CUDA give the same bits.
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
+#include <type_traits>
 #include <vector>
 #if defined(__x86_64__) && !defined(__CUDACC__)
 #include <immintrin.h>
@@ -146,33 +148,23 @@ CUMULUS_COUL_CLONES void coul_chunk_terms(int m, const Atoms& a, const LjTable& 
                                           bool energy, CoulChunk& c) {
   const int mp = padded(m);
   const LjCoefficients* row = lj.c + (lj.ntypes == 1 ? 0 : a.type[i] * lj.ntypes);
-  const int which = (energy ? 4 : 0) + (p.lj ? 2 : 0) + (lj.ntypes == 1 ? 1 : 0);
-  switch (which) {
-    case 0:
-      coul_chunk_loop<false, false, false>(mp, a, row, p, i, c);
-      break;
-    case 1:
-      coul_chunk_loop<false, false, true>(mp, a, row, p, i, c);
-      break;
-    case 2:
-      coul_chunk_loop<false, true, false>(mp, a, row, p, i, c);
-      break;
-    case 3:
-      coul_chunk_loop<false, true, true>(mp, a, row, p, i, c);
-      break;
-    case 4:
-      coul_chunk_loop<true, false, false>(mp, a, row, p, i, c);
-      break;
-    case 5:
-      coul_chunk_loop<true, false, true>(mp, a, row, p, i, c);
-      break;
-    case 6:
-      coul_chunk_loop<true, true, false>(mp, a, row, p, i, c);
-      break;
-    default:
-      coul_chunk_loop<true, true, true>(mp, a, row, p, i, c);
-      break;
-  }
+  // The three flags as template arguments, one at a time.
+  auto with_types = [&](auto e, auto l) {
+    if (lj.ntypes == 1)
+      coul_chunk_loop<decltype(e)::value, decltype(l)::value, true>(mp, a, row, p, i, c);
+    else
+      coul_chunk_loop<decltype(e)::value, decltype(l)::value, false>(mp, a, row, p, i, c);
+  };
+  auto with_lj = [&](auto e) {
+    if (p.lj)
+      with_types(e, std::true_type{});
+    else
+      with_types(e, std::false_type{});
+  };
+  if (energy)
+    with_lj(std::true_type{});
+  else
+    with_lj(std::false_type{});
 }
 
 // What the AVX-512 loop needs beyond CoulParams, prepared once per force call: the reach (the
@@ -425,10 +417,11 @@ inline int coul_chunk(int m, const int* nb, const Atoms& a, const LjTable& lj, c
 }
 // The AVX-512 loop's constants where the CPU has it (else null: the generic loop), with the
 // atoms' positions and charges packed (a buffer of the calling thread, kept between calls).
+// CUMULUS_NO_AVX512 set in the environment takes the generic loop (the tests compare the two).
 inline std::unique_ptr<CoulFast> coul_fast(const Atoms& a, const LjTable& lj, const CoulParams& p) {
 #if defined(__x86_64__)
   static const bool avx512 = has_avx512();
-  if (avx512) {
+  if (avx512 && !std::getenv("CUMULUS_NO_AVX512")) {
     auto cf = std::make_unique<CoulFast>(lj, p);
     thread_local std::vector<double> packed;
     packed.resize(static_cast<std::size_t>(a.nlocal) * 4);

@@ -9,6 +9,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -306,7 +307,7 @@ TEST(CoulTable, MatchesErfOverROfLongDouble) {
   }
 }
 
-// The host's tabulated loops (the AVX-512 one where the CPU has it, else the generic one; half list
+// The host's tabulated loops (the AVX-512 one where the CPU has it, and the generic one; half list
 // at one thread, full list at two) against coul_pair, the scalar function CUDA's coul_atom calls,
 // summed in list order: the same bits, for 432 atoms of two types with charges of both signs,
 // special (1-2 and 1-3) pairs and partners across the periodic boundary.
@@ -356,58 +357,65 @@ TEST(PairCoulLong, TabulatedLoopsGiveCoulPairsBits) {
     c[static_cast<std::size_t>(t)] = {cut[t] * cut[t],      48 * eps[t] * s6 * s6, 24 * eps[t] * s6,
                                       4 * eps[t] * s6 * s6, 4 * eps[t] * s6,       0.01};
   }
-  for (bool with_lj : {true, false}) {
-    p.lj = with_lj;
-    const LjTable lj{c.data(), 2};
-    std::vector<double> ref[5];
-    for (int threads : {2, 1}) {
-      const int saved = omp_get_max_threads();
-      omp_set_num_threads(threads);
-      auto list = make_host_neighbor_list(ex);
-      atoms.fit_scratch(atoms.nown());
-      list->build(atoms, box, 8.5);
-      atoms.fit_scratch(list->half() ? atoms.nlocal() : atoms.nown());
-      Atoms a = atoms.view(list.get(), box);
-      a.energy = true;
-      if (threads == 2) {
-        ASSERT_FALSE(a.half);
-        // The reference: coul_pair over the full list in list order, as coul_atom sums.
-        for (auto& v : ref) v.assign(static_cast<std::size_t>(n), 0.0);
-        for (int i = 0; i < n; ++i) {
-          double s[5] = {0, 0, 0, 0, 0};
-          for (std::int64_t k = a.start[i]; k < a.start[i + 1]; ++k) {
-            const int j = a.neighbors[k];
-            const double dx = minimum_image(a.x[i] - a.x[j], box[0]), dy = minimum_image(a.y[i] - a.y[j], box[1]),
-                         dz = minimum_image(a.z[i] - a.z[j], box[2]);
-            const double r2 = dx * dx + dy * dy + dz * dz;
-            const CoulTerms t = coul_pair(c[static_cast<std::size_t>(a.type[i] * 2 + a.type[j])], p, r2,
-                                          a.q[i] * a.q[j], special_level(a, i, a.id[j]));
-            s[0] += dx * t.fpair;
-            s[1] += dy * t.fpair;
-            s[2] += dz * t.fpair;
-            s[3] += t.evdwl + t.ecoul + t.ecorr;
-            s[4] += r2 * t.fpair;
+  for (bool generic : {false, true})
+    for (bool with_lj : {true, false}) {
+      SCOPED_TRACE(generic ? "the generic loop (CUMULUS_NO_AVX512)" : "the AVX-512 loop where the CPU has it");
+      if (generic)
+        ::setenv("CUMULUS_NO_AVX512", "1", 1);
+      else
+        ::unsetenv("CUMULUS_NO_AVX512");
+      p.lj = with_lj;
+      const LjTable lj{c.data(), 2};
+      std::vector<double> ref[5];
+      for (int threads : {2, 1}) {
+        const int saved = omp_get_max_threads();
+        omp_set_num_threads(threads);
+        auto list = make_host_neighbor_list(ex);
+        atoms.fit_scratch(atoms.nown());
+        list->build(atoms, box, 8.5);
+        atoms.fit_scratch(list->half() ? atoms.nlocal() : atoms.nown());
+        Atoms a = atoms.view(list.get(), box);
+        a.energy = true;
+        if (threads == 2) {
+          ASSERT_FALSE(a.half);
+          // The reference: coul_pair over the full list in list order, as coul_atom sums.
+          for (auto& v : ref) v.assign(static_cast<std::size_t>(n), 0.0);
+          for (int i = 0; i < n; ++i) {
+            double s[5] = {0, 0, 0, 0, 0};
+            for (std::int64_t k = a.start[i]; k < a.start[i + 1]; ++k) {
+              const int j = a.neighbors[k];
+              const double dx = minimum_image(a.x[i] - a.x[j], box[0]), dy = minimum_image(a.y[i] - a.y[j], box[1]),
+                           dz = minimum_image(a.z[i] - a.z[j], box[2]);
+              const double r2 = dx * dx + dy * dy + dz * dz;
+              const CoulTerms t = coul_pair(c[static_cast<std::size_t>(a.type[i] * 2 + a.type[j])], p, r2,
+                                            a.q[i] * a.q[j], special_level(a, i, a.id[j]));
+              s[0] += dx * t.fpair;
+              s[1] += dy * t.fpair;
+              s[2] += dz * t.fpair;
+              s[3] += t.evdwl + t.ecoul + t.ecorr;
+              s[4] += r2 * t.fpair;
+            }
+            for (int w = 0; w < 5; ++w) ref[w][static_cast<std::size_t>(i)] = w < 3 ? s[w] : 0.5 * s[w];
           }
-          for (int w = 0; w < 5; ++w) ref[w][static_cast<std::size_t>(i)] = w < 3 ? s[w] : 0.5 * s[w];
+          coul_kernels::host_pass::coul_forces(ex, a, lj, p);
+        } else {
+          ASSERT_TRUE(a.half);
+          coul_kernels::host_pass::coul_forces_half(a, lj, p);
         }
-        coul_kernels::host_pass::coul_forces(ex, a, lj, p);
-      } else {
-        ASSERT_TRUE(a.half);
-        coul_kernels::host_pass::coul_forces_half(a, lj, p);
+        omp_set_num_threads(saved);
+        const double* got[5] = {a.fx, a.fy, a.fz, a.pe, a.virial};
+        long differ = 0, nonzero = 0;
+        for (int w = 0; w < 5; ++w)
+          for (int i = 0; i < n; ++i) {
+            differ += got[w][i] != ref[w][static_cast<std::size_t>(i)];
+            nonzero += ref[w][static_cast<std::size_t>(i)] != 0;
+          }
+        EXPECT_EQ(differ, 0) << (threads == 1 ? "half list" : "full list")
+                             << (with_lj ? ", lj/cut/coul/long" : ", coul/long");
+        EXPECT_EQ(nonzero, 5L * n);
       }
-      omp_set_num_threads(saved);
-      const double* got[5] = {a.fx, a.fy, a.fz, a.pe, a.virial};
-      long differ = 0, nonzero = 0;
-      for (int w = 0; w < 5; ++w)
-        for (int i = 0; i < n; ++i) {
-          differ += got[w][i] != ref[w][static_cast<std::size_t>(i)];
-          nonzero += ref[w][static_cast<std::size_t>(i)] != 0;
-        }
-      EXPECT_EQ(differ, 0) << (threads == 1 ? "half list" : "full list")
-                           << (with_lj ? ", lj/cut/coul/long" : ", coul/long");
-      EXPECT_EQ(nonzero, 5L * n);
     }
-  }
+  ::unsetenv("CUMULUS_NO_AVX512");
 }
 
 // A data file's Pair Coeffs become the LJ pairs of types the job leaves alone; the job's
