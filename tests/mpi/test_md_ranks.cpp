@@ -315,8 +315,10 @@ TEST(MdBackends, CudaMatchesHostBitwise) {
   release_backend(gpu);
 }
 
-// The Ewald case on CUDA against the host, bit for bit: the pair term's erfc and exp are
-// core/hd_math's on both backends, and the k-space sum runs on the host either way.
+// The Ewald case on CUDA against the host, bit for bit: the pair term's table (coul_table.hpp) is
+// built once on the host and read with the same operations on both backends (or, with
+// md.coul_table = false, its erfc and exp are core/hd_math's on both), and the k-space sum runs on
+// the host either way.
 TEST(MdBackends, EwaldCudaMatchesHostBitwise) {
   if (!cuda_built() || cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
   const Comm world = Comm::world();
@@ -324,7 +326,7 @@ TEST(MdBackends, EwaldCudaMatchesHostBitwise) {
   const std::string path = "/tmp/cumulus_md_ewald_cuda_np" + std::to_string(world.size()) + ".data";
   if (world.is_root()) write_ions(path);
   world.barrier();
-  for (const std::string extra : {"", "neighbor_build = \"kernels\"\n"}) {
+  for (const std::string extra : {"", "neighbor_build = \"kernels\"\n", "coul_table = false\n"}) {
     const Config cfg = md_config(ewald_job(path, extra));
     const std::vector<double> host = run_md(cfg, world, Exec::host());
     const std::vector<double> cuda = run_md(cfg, world, gpu);
