@@ -189,6 +189,34 @@ def spce_data(path):
 
 SPCE_EPS = 0.650169581 / KCAL  # kcal/mol (NIST: 78.19743111 K = 0.650169581 kJ/mol)
 SPCE_SIGMA = 3.16555789
+SPCE_COEFFS = f"pair_coeff 1 1 {SPCE_EPS!r} {SPCE_SIGMA!r}\npair_coeff 1 2 0.0 1.0\npair_coeff 2 2 0.0 1.0\n"
+
+
+def lammps_full_script(data, coeffs, kspace, dt=None, table="pair_modify table 0"):
+    """LAMMPS's input for an atom_style full data file of rigid-free water (and ions): lj/cut/coul/long
+    10 A with `coeffs` (pair_coeff lines; mixed arithmetically where absent), bonds and angles present
+    but of zero energy, every intramolecular pair excluded, `kspace` (its lines). With dt, one step of
+    NVE from the file's state dumping the velocities (v.dump: they carry the forces); else run 0."""
+    step = (f"timestep {dt!r}\nfix 1 all nve\ndump 1 all custom 1 v.dump id vx vy vz\n"
+            "dump_modify 1 format float %.17g sort id\n") if dt else ""
+    return f"""units real
+atom_style full
+boundary p p p
+read_data {data}
+pair_style lj/cut/coul/long 10.0
+pair_modify mix arithmetic
+{table}
+{coeffs}bond_style zero
+bond_coeff 1 1.0
+angle_style zero
+angle_coeff 1 109.47
+special_bonds lj/coul 0.0 0.0 0.0
+{kspace}
+neighbor 0.0 bin
+{step}thermo_style custom step pe evdwl ecoul elong press
+thermo_modify format float %.15g
+run {1 if dt else 0}
+"""
 
 
 def spce_keys(L, alpha, n2max):
@@ -257,40 +285,9 @@ def lammps(binary, out, check, quick):
     keys["ewald_kmax"] = f"[{kmax}]"
     keys["tail_correction"] = "false"
     r = run_cumulus(binary, os.path.join(out, "spce1-lammps"), data, keys)[0]
-    d = os.path.join(out, "lammps")
-    os.makedirs(d, exist_ok=True)
-    script = f"""units real
-atom_style full
-boundary p p p
-read_data {data}
-pair_style lj/cut/coul/long 10.0
-pair_modify table 0
-pair_coeff 1 1 {SPCE_EPS!r} {SPCE_SIGMA!r}
-pair_coeff 1 2 0.0 1.0
-pair_coeff 2 2 0.0 1.0
-bond_style zero
-bond_coeff 1 1.0
-angle_style zero
-angle_coeff 1 109.47
-special_bonds lj/coul 0.0 0.0 0.0
-kspace_style ewald 1e-6
-kspace_modify gewald {alpha!r} kmax/ewald {kmax} {kmax} {kmax}
-neighbor 0.0 bin
-thermo_style custom step pe evdwl ecoul elong press
-thermo_modify format float %.15g
-run 0
-"""
-    with open(os.path.join(d, "in.spce"), "w") as f:
-        f.write(script)
-    p = subprocess.run([lmp, "-in", "in.spce", "-log", "log.lammps", "-screen", "none"], cwd=d,
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if p.returncode != 0:
-        raise RuntimeError(f"lmp: exit {p.returncode}\n{p.stdout[-2000:]}")
-    with open(os.path.join(d, "log.lammps")) as f:
-        lines = f.read().split("\n")
-    head = next(k for k, line in enumerate(lines) if line.split()[:2] == ["Step", "PotEng"])
-    vals = [float(x) for x in lines[head + 1].split()]
-    step, pe, evdwl, ecoul, elong, press = vals
+    row, _ = lammps_run(lmp, os.path.join(out, "lammps"), lammps_full_script(
+        data, SPCE_COEFFS, f"kspace_style ewald 1e-6\nkspace_modify gewald {alpha!r} kmax/ewald {kmax} {kmax} {kmax}"), n)
+    pe, evdwl, ecoul, elong, press = (row[k] for k in ("PotEng", "E_vdwl", "E_coul", "E_long", "Press"))
     # LAMMPS's real-space Coulomb uses the polynomial erfc of Abramowitz & Stegun 7.1.26 (absolute
     # error up to 1.5e-7; pair_modify table 0, else a table), cumulus the exact erfc: the
     # difference is that approximation's. A direct pair sum with each erfc shows it.
@@ -328,44 +325,8 @@ def forces_lammps(binary, out, check, quick):
         ids = f["arrays/id"][...].ravel()
         vel = f["arrays/velocity"][...].reshape(3, -1)
     ours = {int(i) + 1: vel[:, k] for k, i in enumerate(ids)}
-    ld = os.path.join(out, "spce1-forces-lammps")
-    os.makedirs(ld, exist_ok=True)
-    script = f"""units real
-atom_style full
-boundary p p p
-read_data {data}
-pair_style lj/cut/coul/long 10.0
-pair_modify table 0
-pair_coeff 1 1 {SPCE_EPS!r} {SPCE_SIGMA!r}
-pair_coeff 1 2 0.0 1.0
-pair_coeff 2 2 0.0 1.0
-bond_style zero
-bond_coeff 1 1.0
-angle_style zero
-angle_coeff 1 109.47
-special_bonds lj/coul 0.0 0.0 0.0
-kspace_style ewald 1e-6
-kspace_modify gewald {alpha!r} kmax/ewald {kmax} {kmax} {kmax}
-neighbor 0.0 bin
-timestep {dt!r}
-fix 1 all nve
-dump 1 all custom 1 v.dump id vx vy vz
-dump_modify 1 format float %.17g sort id
-run 1
-"""
-    with open(os.path.join(ld, "in.forces"), "w") as f:
-        f.write(script)
-    p = subprocess.run([lmp, "-in", "in.forces", "-log", "log.lammps", "-screen", "none"], cwd=ld,
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if p.returncode != 0:
-        raise RuntimeError(f"lmp: exit {p.returncode}\n{p.stdout[-2000:]}")
-    with open(os.path.join(ld, "v.dump")) as f:
-        lines = f.read().split("\n")
-    last = max(k for k, line in enumerate(lines) if line.startswith("ITEM: ATOMS"))
-    theirs = {}
-    for line in lines[last + 1:last + 1 + n]:
-        w = line.split()
-        theirs[int(w[0])] = [float(x) for x in w[1:4]]
+    _, theirs = lammps_run(lmp, os.path.join(out, "spce1-forces-lammps"), lammps_full_script(
+        data, SPCE_COEFFS, f"kspace_style ewald 1e-6\nkspace_modify gewald {alpha!r} kmax/ewald {kmax} {kmax} {kmax}", dt), n)
     rms = math.sqrt(sum(sum(c * c for c in v) for v in theirs.values()) / (3 * n))
     worst = max(abs(ours[i][d] - theirs[i][d]) for i in theirs for d in range(3)) / rms
     worst_rel = max(math.sqrt(sum((ours[i][d] - theirs[i][d]) ** 2 for d in range(3)) / sum(theirs[i][d] ** 2 for d in range(3)))
@@ -440,12 +401,13 @@ def lammps_run(lmp, d, script, n):
     lines = open(os.path.join(d, "log.lammps")).read().split("\n")
     head = next(k for k, line in enumerate(lines) if line.split()[:2] == ["Step", "PotEng"])
     row = dict(zip(lines[head].split(), (float(x) for x in lines[head + 1].split())))
-    dump = open(os.path.join(d, "v.dump")).read().split("\n")
-    last = max(k for k, line in enumerate(dump) if line.startswith("ITEM: ATOMS"))
     vel = {}
-    for line in dump[last + 1:last + 1 + n]:
-        w = line.split()
-        vel[int(w[0])] = [float(x) for x in w[1:4]]
+    if os.path.exists(os.path.join(d, "v.dump")):
+        dump = open(os.path.join(d, "v.dump")).read().split("\n")
+        last = max(k for k, line in enumerate(dump) if line.startswith("ITEM: ATOMS"))
+        for line in dump[last + 1:last + 1 + n]:
+            w = line.split()
+            vel[int(w[0])] = [float(x) for x in w[1:4]]
     return row, vel
 
 
@@ -477,28 +439,6 @@ def solution(binary, out, check, quick):
     for t, (e, sg) in lj.items():
         keys[f"pairs.t{t}"] = f"{{ types = [{t}, {t}], epsilon = {e!r}, sigma = {sg!r} }}"
     coeffs = "".join(f"pair_coeff {t} {t} {e!r} {sg!r}\n" for t, (e, sg) in lj.items())
-    common = f"""units real
-atom_style full
-boundary p p p
-read_data {data}
-pair_style lj/cut/coul/long {rc}
-pair_modify mix arithmetic
-{{table}}
-{coeffs}bond_style zero
-bond_coeff 1 1.0
-angle_style zero
-angle_coeff 1 109.47
-special_bonds lj/coul 0.0 0.0 0.0
-{{kspace}}
-neighbor 0.0 bin
-timestep {dt!r}
-fix 1 all nve
-thermo_style custom step pe evdwl ecoul elong press
-thermo_modify format float %.15g
-dump 1 all custom 1 v.dump id vx vy vz
-dump_modify 1 format float %.17g sort id
-run 1
-"""
 
     def rms_of(v):
         return math.sqrt(sum(sum(c * c for c in x) for x in v.values()) / (3 * len(v)))
@@ -508,9 +448,8 @@ run 1
     d = os.path.join(out, f"solution{reps}-ewald")
     r = run_cumulus(binary, d, data, k, steps=1)[0]
     ours = velocities_from(os.path.join(d, "run", "checkpoints", "checkpoint_000000000001.h5"), n)
-    row, theirs = lammps_run(lmp, os.path.join(out, f"solution{reps}-ewald-lammps"), common.format(
-        table="pair_modify table 0",
-        kspace=f"kspace_style ewald 1e-6\nkspace_modify gewald {alpha!r} kmax/ewald {kmax} {kmax} {kmax}"), n)
+    row, theirs = lammps_run(lmp, os.path.join(out, f"solution{reps}-ewald-lammps"), lammps_full_script(
+        data, coeffs, f"kspace_style ewald 1e-6\nkspace_modify gewald {alpha!r} kmax/ewald {kmax} {kmax} {kmax}", dt), n)
     exact, approx = coulomb_pair_sums(data, alpha, rc)
     ecoul = r["e_coul"] + r["e_special"]
     check("solution, ewald: our ecoul vs a direct pair sum", ecoul, exact, 1e-10)
@@ -532,8 +471,8 @@ run 1
     d = os.path.join(out, f"solution{reps}-pme")
     r = run_cumulus(binary, d, data, k, steps=1)[0]
     ours = velocities_from(os.path.join(d, "run", "checkpoints", "checkpoint_000000000001.h5"), n)
-    row, theirs = lammps_run(lmp, os.path.join(out, f"solution{reps}-pppm-lammps"), common.format(
-        table="", kspace="kspace_style pppm 1e-5\nkspace_modify order 5"), n)
+    row, theirs = lammps_run(lmp, os.path.join(out, f"solution{reps}-pppm-lammps"), lammps_full_script(
+        data, coeffs, "kspace_style pppm 1e-5\nkspace_modify order 5", dt, table=""), n)
     # The tolerance is a relative force accuracy: tol x qqr2e (the force of two unit charges 1 A
     # apart) is each code's RMS force error estimate, so their difference is within twice it.
     rms = rms_of(theirs)

@@ -128,42 +128,8 @@ def forces(binary, out, check, quick):
     if not lmp:
         print("  lmp not found: the LAMMPS comparison skipped")
         return
-    ld = os.path.join(out, "spce1-f-pppm")
-    os.makedirs(ld, exist_ok=True)
-    script = f"""units real
-atom_style full
-boundary p p p
-read_data {data}
-pair_style lj/cut/coul/long 10.0
-pair_modify table 0
-pair_coeff 1 1 {es.SPCE_EPS!r} {es.SPCE_SIGMA!r}
-pair_coeff 1 2 0.0 1.0
-pair_coeff 2 2 0.0 1.0
-bond_style zero
-bond_coeff 1 1.0
-angle_style zero
-angle_coeff 1 109.47
-special_bonds lj/coul 0.0 0.0 0.0
-kspace_style pppm {tol}
-kspace_modify gewald {5.6 / L!r} order 5
-neighbor 0.0 bin
-timestep {dt!r}
-fix 1 all nve
-dump 1 all custom 1 v.dump id vx vy vz
-dump_modify 1 format float %.17g sort id
-thermo_style custom step pe elong press
-thermo_modify format float %.15g
-run 1
-"""
-    with open(os.path.join(ld, "in.forces"), "w") as f:
-        f.write(script)
-    p = subprocess.run([lmp, "-in", "in.forces", "-log", "log.lammps", "-screen", "none"], cwd=ld,
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if p.returncode != 0:
-        raise RuntimeError(f"lmp: exit {p.returncode}\n{p.stdout[-2000:]}")
-    lines = open(os.path.join(ld, "v.dump")).read().split("\n")
-    last = max(k for k, line in enumerate(lines) if line.startswith("ITEM: ATOMS"))
-    theirs = {int(w[0]): [float(x) for x in w[1:4]] for w in (line.split() for line in lines[last + 1:last + 1 + n])}
+    _, theirs = es.lammps_run(lmp, os.path.join(out, "spce1-f-pppm"), es.lammps_full_script(
+        data, es.SPCE_COEFFS, f"kspace_style pppm {tol}\nkspace_modify gewald {5.6 / L!r} order 5", dt), n)
     rms_err, worst = compare(ours, theirs)
     rms_ref, _ = compare(theirs, ref)
     print(f"  PME vs LAMMPS pppm: RMS difference {rms_err:.2e} of the RMS force (LAMMPS pppm vs our Ewald: {rms_ref:.2e})")
