@@ -79,10 +79,11 @@ namespace {
 
 // The tabulated terms of a chunk of one atom's neighbours (md.coul_table): the partners' indices,
 // types and special levels gathered first (in list order, so the special partners merge with the
-// list: both ascending in id), then coul_pair_tabulated over the chunk in a loop the compiler
-// vectorises (its gathers from the atoms and the table), into t = (dx fpair, dy fpair, dz fpair,
-// evdwl + ecoul + ecorr, r^2 fpair): coul_atom's very products, so the bits of coul_atom. The loop
-// runs over whole vectors of 8; lanes past m repeat the last partner and are never read.
+// list: both ascending in id), then coul_pair_tabulated over the chunk into t = (dx fpair,
+// dy fpair, dz fpair, evdwl + ecoul + ecorr, r^2 fpair): coul_atom's very products, so the bits of
+// coul_atom. The generic loop (coul_chunk_terms) stays scalar: GCC 12 does not vectorise its
+// gathers at the generic tuning; the AVX-512 loop below (coul_chunk_avx512) is that loop by hand.
+// Loops run over whole vectors of 8; lanes past m repeat the last partner and are never read.
 constexpr int kChunk = 64;
 constexpr int kLanes = 8;
 struct alignas(64) CoulChunk {
