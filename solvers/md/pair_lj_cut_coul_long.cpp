@@ -166,7 +166,7 @@ class CoulLong : public ForceTerm {
 void coul_keys(Schema& s) {
   s.key("md.coul_table", ValueType::boolean,
         "lj/cut/coul/long, coul/long: take erf(alpha r)/r from a table of degree-7 polynomials in r^2, as exact as "
-        "double allows and about 4x faster (false: hd::erfc per pair; docs/md.md)")
+        "double allows and about 10x faster (false: hd::erfc per pair; docs/md.md)")
       .def(true);
   s.key("md.coul_cutoff", ValueType::real,
         "lj/cut/coul/long, coul/long: cutoff of the real-space Coulomb term (0: md.cutoff)")
