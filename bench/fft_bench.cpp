@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -93,7 +94,9 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-double field_value(int i, int j, int k) { return std::sin(0.1 * i + 0.2 * j) * std::cos(0.3 * k) + 0.01 * ((i * 7 + j * 3 + k) % 11); }
+double field_value(int i, int j, int k) {
+  return std::sin(0.1 * i + 0.2 * j) * std::cos(0.3 * k) + 0.01 * ((i * 7 + j * 3 + k) % 11);
+}
 
 // Best of `rounds` of the mean seconds of `reps` calls of f, the slowest rank's.
 template <class F>
@@ -167,16 +170,22 @@ void run_size(int N, const Comm& comm, const Options& o) {
   const double movement = std::max(best - compute, 1e-12);
   const double moved = static_cast<double>(comm.sum(plan.bytes_transposed_per_transform()));
   const double movement_bw = 2.0 * 2.0 * moved / movement;
-  const double copy_bw = copy_bandwidth(comm, std::max<std::int64_t>(plan.bytes_transposed_per_transform() / 8, 1 << 20), o.rounds);
+  const double copy_bw =
+      copy_bandwidth(comm, std::max<std::int64_t>(plan.bytes_transposed_per_transform() / 8, 1 << 20), o.rounds);
   if (comm.is_root()) {
-    std::printf("\n%d^3 r2c forward + c2r backward, double, %d rank(s) x %d thread(s); bricks: z-slabs\n", N, P, threads);
+    std::printf("\n%d^3 r2c forward + c2r backward, double, %d rank(s) x %d thread(s); bricks: z-slabs\n", N, P,
+                threads);
     std::printf("  %s\n", plan.describe().c_str());
     std::printf("  cumulus          %9.2f ms\n", best * 1e3);
     std::printf("  1D FFTs (FFTW)   %9.2f ms = %.0f %% of the time\n", compute * 1e3, 100 * compute / best);
-    std::printf("  data movement    %9.2f ms = %.0f %% of the time; %.2f GB/s effective = %.2f of a memory copy (%.2f GB/s, same run)\n",
-                movement * 1e3, 100 * movement / best, movement_bw / 1e9, movement_bw / copy_bw, copy_bw / 1e9);
-    std::printf("    of which exchanges %6.2f ms (MPI_Alltoallv with MPI's copies, the unpacking, copies between bricks and pencils)\n",
-                exchanges * 1e3);
+    std::printf(
+        "  data movement    %9.2f ms = %.0f %% of the time; %.2f GB/s effective = %.2f of a memory copy (%.2f GB/s, "
+        "same run)\n",
+        movement * 1e3, 100 * movement / best, movement_bw / 1e9, movement_bw / copy_bw, copy_bw / 1e9);
+    std::printf(
+        "    of which exchanges %6.2f ms (MPI_Alltoallv with MPI's copies, the unpacking, copies between bricks and "
+        "pencils)\n",
+        exchanges * 1e3);
   }
 
   // Checksum: sum of |u_hat|^2 over the stored half-spectrum (compared with FFTW-MPI's below).
@@ -188,40 +197,48 @@ void run_size(int N, const Comm& comm, const Options& o) {
   {
     // FFTW's MPI slab transform (the first dimension of its row-major N x N x N is our z), with the
     // spectrum left transposed (FFTW_MPI_TRANSPOSED_OUT / _IN), as ours stays in pencils: one global
-    // transpose each way, as in a cumulus slab. FFTW_MEASURE: the peer at its best.
-    fftw_plan_with_nthreads(threads);
-    ptrdiff_t ln0, l0s, ln1, l1s;
-    const ptrdiff_t alloc = fftw_mpi_local_size_3d_transposed(N, N, N / 2 + 1, comm.raw(), &ln0, &l0s, &ln1, &l1s);
-    double* in = fftw_alloc_real(2 * alloc);
-    double* back = fftw_alloc_real(2 * alloc);
-    fftw_complex* out = fftw_alloc_complex(alloc);
-    const double tp0 = wall_seconds();
-    fftw_plan pf = fftw_mpi_plan_dft_r2c_3d(N, N, N, in, out, comm.raw(), FFTW_MEASURE | FFTW_MPI_TRANSPOSED_OUT);
-    fftw_plan pb = fftw_mpi_plan_dft_c2r_3d(N, N, N, out, back, comm.raw(), FFTW_MEASURE | FFTW_MPI_TRANSPOSED_IN);
-    const double planning = comm.max(wall_seconds() - tp0);
-    const std::int64_t row = 2 * (N / 2 + 1);  // padded real rows
-    for (ptrdiff_t k = 0; k < ln0; ++k)
-      for (int j = 0; j < N; ++j)
-        for (int i = 0; i < row; ++i) in[(k * N + j) * row + i] = i < N ? field_value(i, j, static_cast<int>(l0s + k)) : 0.0;
-    fftw_execute(pf);
-    double peer_sum = 0;
-    for (ptrdiff_t m = 0; m < ln1 * N * (N / 2 + 1); ++m) peer_sum += out[m][0] * out[m][0] + out[m][1] * out[m][1];
-    peer_sum = comm.sum(peer_sum);
-    // The r2c input is kept by FFTW out of place; c2r destroys `out`, which the next forward rewrites.
-    const double t = best_time(comm, o, [&] {
+    // transpose each way, as in a cumulus slab. FFTW_MEASURE: the peer at its best (its planner
+    // times candidates, so two runs may pick different algorithms and bits). First FFTW_ESTIMATE,
+    // the deterministic planner cumulus's line plans use (before MEASURE's wisdom exists, which
+    // ESTIMATE would otherwise take up).
+    for (const unsigned flags : {FFTW_ESTIMATE, FFTW_MEASURE}) {
+      fftw_plan_with_nthreads(threads);
+      ptrdiff_t ln0, l0s, ln1, l1s;
+      const ptrdiff_t alloc = fftw_mpi_local_size_3d_transposed(N, N, N / 2 + 1, comm.raw(), &ln0, &l0s, &ln1, &l1s);
+      double* in = fftw_alloc_real(2 * alloc);
+      double* back = fftw_alloc_real(2 * alloc);
+      fftw_complex* out = fftw_alloc_complex(alloc);
+      const double tp0 = wall_seconds();
+      fftw_plan pf = fftw_mpi_plan_dft_r2c_3d(N, N, N, in, out, comm.raw(), flags | FFTW_MPI_TRANSPOSED_OUT);
+      fftw_plan pb = fftw_mpi_plan_dft_c2r_3d(N, N, N, out, back, comm.raw(), flags | FFTW_MPI_TRANSPOSED_IN);
+      const double planning = comm.max(wall_seconds() - tp0);
+      const std::int64_t row = 2 * (N / 2 + 1);  // padded real rows
+      for (ptrdiff_t k = 0; k < ln0; ++k)
+        for (int j = 0; j < N; ++j)
+          for (int i = 0; i < row; ++i)
+            in[(k * N + j) * row + i] = i < N ? field_value(i, j, static_cast<int>(l0s + k)) : 0.0;
       fftw_execute(pf);
-      fftw_execute(pb);
-    });
-    if (comm.is_root())
-      std::printf("  FFTW-MPI slabs   %9.2f ms   speed ratio cumulus / FFTW-MPI = %.2f   (planning %.1f s; checksum "
-                  "agreement %.1e)\n",
-                  t * 1e3, t / best, planning, std::abs(ours_sum - peer_sum) / peer_sum);
-    fftw_destroy_plan(pf);
-    fftw_destroy_plan(pb);
-    fftw_free(in);
-    fftw_free(back);
-    fftw_free(out);
-    fftw_plan_with_nthreads(1);
+      double peer_sum = 0;
+      for (ptrdiff_t m = 0; m < ln1 * N * (N / 2 + 1); ++m) peer_sum += out[m][0] * out[m][0] + out[m][1] * out[m][1];
+      peer_sum = comm.sum(peer_sum);
+      // The r2c input is kept by FFTW out of place; c2r destroys `out`, which the next forward rewrites.
+      const double t = best_time(comm, o, [&] {
+        fftw_execute(pf);
+        fftw_execute(pb);
+      });
+      if (comm.is_root())
+        std::printf(
+            "  FFTW-MPI slabs   %9.2f ms   speed ratio cumulus / FFTW-MPI = %.2f   (%s, planning %.1f s; "
+            "checksum agreement %.1e)\n",
+            t * 1e3, t / best, flags == FFTW_MEASURE ? "FFTW_MEASURE" : "FFTW_ESTIMATE", planning,
+            std::abs(ours_sum - peer_sum) / peer_sum);
+      fftw_destroy_plan(pf);
+      fftw_destroy_plan(pb);
+      fftw_free(in);
+      fftw_free(back);
+      fftw_free(out);
+      fftw_plan_with_nthreads(1);
+    }
   }
 #else
   (void)ours_sum;
@@ -240,7 +257,8 @@ void run_size(int N, const Comm& comm, const Options& o) {
       fftw_complex* out = fftw_alloc_complex(static_cast<std::size_t>(N) * N * (N / 2 + 1));
       fftw_plan pf = fftw_plan_dft_r2c_3d(N, N, N, in, out, FFTW_MEASURE);
       fftw_plan pb = fftw_plan_dft_c2r_3d(N, N, N, out, back, FFTW_MEASURE);
-      for (std::size_t c = 0; c < cells; ++c) in[c] = field_value(static_cast<int>(c % N), static_cast<int>(c / N % N), static_cast<int>(c / N / N));
+      for (std::size_t c = 0; c < cells; ++c)
+        in[c] = field_value(static_cast<int>(c % N), static_cast<int>(c / N % N), static_cast<int>(c / N / N));
       t = best_time(Comm::self(), o, [&] {
         fftw_execute(pf);
         fftw_execute(pb);
@@ -290,7 +308,8 @@ void run_gpu(int N, const Comm& comm, const Options& o, const Exec& ex) {
     ex.synchronize();
   });
   double ours_sum = 0;
-  for (const C& z : plan.gather_spectrum(spec)) ours_sum += static_cast<double>(z.re) * z.re + static_cast<double>(z.im) * z.im;
+  for (const C& z : plan.gather_spectrum(spec))
+    ours_sum += static_cast<double>(z.re) * z.re + static_cast<double>(z.im) * z.im;
   const char* prec = sizeof(T) == 8 ? "double" : "single";
   if (comm.is_root()) {
     std::printf("\n%d^3 r2c forward + c2r backward, %s, %d rank(s) on the GPU\n", N, prec, P);
@@ -304,7 +323,8 @@ void run_gpu(int N, const Comm& comm, const Options& o, const Exec& ex) {
     Buffer<C> out(Backend::cuda, half, "bench.cufft_out");
     std::vector<T> all(cells);
     for (std::size_t q = 0; q < cells; ++q)
-      all[q] = static_cast<T>(cheap_value(static_cast<int>(q % N), static_cast<int>(q / N % N), static_cast<int>(q / N / N)));
+      all[q] = static_cast<T>(
+          cheap_value(static_cast<int>(q % N), static_cast<int>(q / N % N), static_cast<int>(q / N / N)));
     in.from_host(ex, all);
     constexpr bool dbl = sizeof(T) == 8;
     cufftHandle fwd = 0, bwd = 0;
@@ -317,11 +337,18 @@ void run_gpu(int N, const Comm& comm, const Options& o, const Exec& ex) {
     cufft_check(api.set_stream(bwd, ex.stream()), "cufftSetStream");
     auto pair = [&] {
       if constexpr (dbl) {
-        cufft_check(api.d2z(fwd, reinterpret_cast<cufftDoubleReal*>(in.data()), reinterpret_cast<cufftDoubleComplex*>(out.data())), "cufftExecD2Z");
-        cufft_check(api.z2d(bwd, reinterpret_cast<cufftDoubleComplex*>(out.data()), reinterpret_cast<cufftDoubleReal*>(back.data())), "cufftExecZ2D");
+        cufft_check(api.d2z(fwd, reinterpret_cast<cufftDoubleReal*>(in.data()),
+                            reinterpret_cast<cufftDoubleComplex*>(out.data())),
+                    "cufftExecD2Z");
+        cufft_check(api.z2d(bwd, reinterpret_cast<cufftDoubleComplex*>(out.data()),
+                            reinterpret_cast<cufftDoubleReal*>(back.data())),
+                    "cufftExecZ2D");
       } else {
-        cufft_check(api.r2c(fwd, reinterpret_cast<cufftReal*>(in.data()), reinterpret_cast<cufftComplex*>(out.data())), "cufftExecR2C");
-        cufft_check(api.c2r(bwd, reinterpret_cast<cufftComplex*>(out.data()), reinterpret_cast<cufftReal*>(back.data())), "cufftExecC2R");
+        cufft_check(api.r2c(fwd, reinterpret_cast<cufftReal*>(in.data()), reinterpret_cast<cufftComplex*>(out.data())),
+                    "cufftExecR2C");
+        cufft_check(
+            api.c2r(bwd, reinterpret_cast<cufftComplex*>(out.data()), reinterpret_cast<cufftReal*>(back.data())),
+            "cufftExecC2R");
       }
       ex.synchronize();
     };
@@ -330,18 +357,22 @@ void run_gpu(int N, const Comm& comm, const Options& o, const Exec& ex) {
     {
       // c2r destroyed `out`: the spectrum again, for the checksum
       if constexpr (dbl)
-        cufft_check(api.d2z(fwd, reinterpret_cast<cufftDoubleReal*>(in.data()), reinterpret_cast<cufftDoubleComplex*>(out.data())), "cufftExecD2Z");
+        cufft_check(api.d2z(fwd, reinterpret_cast<cufftDoubleReal*>(in.data()),
+                            reinterpret_cast<cufftDoubleComplex*>(out.data())),
+                    "cufftExecD2Z");
       else
-        cufft_check(api.r2c(fwd, reinterpret_cast<cufftReal*>(in.data()), reinterpret_cast<cufftComplex*>(out.data())), "cufftExecR2C");
-      for (const C& z : out.to_host(ex)) peer_sum += static_cast<double>(z.re) * z.re + static_cast<double>(z.im) * z.im;
+        cufft_check(api.r2c(fwd, reinterpret_cast<cufftReal*>(in.data()), reinterpret_cast<cufftComplex*>(out.data())),
+                    "cufftExecR2C");
+      for (const C& z : out.to_host(ex))
+        peer_sum += static_cast<double>(z.re) * z.re + static_cast<double>(z.im) * z.im;
     }
     const double peer = best_time(Comm::self(), o, pair);
     api.destroy(fwd);
     api.destroy(bwd);
     std::printf("  cuFFT 3D plan    %9.3f ms   speed ratio cumulus / cuFFT 3D = %.2f   (checksum agreement %.1e)\n",
                 peer * 1e3, peer / ours, std::abs(ours_sum - peer_sum) / peer_sum);
-    std::printf("FIGURE: fft.gpu.%d.%s.ms %.3f\nFIGURE: fft.gpu.%d.%s.ratio_cufft3d %.3f\n", N, prec, ours * 1e3, N, prec,
-                peer / ours);
+    std::printf("FIGURE: fft.gpu.%d.%s.ms %.3f\nFIGURE: fft.gpu.%d.%s.ratio_cufft3d %.3f\n", N, prec, ours * 1e3, N,
+                prec, peer / ours);
   }
   comm.barrier();
 }
@@ -369,7 +400,8 @@ int main(int argc, char** argv) {
       std::string why;
       const Exec ex = select_backend("cuda", comm.local_rank(), &why);
       if (!FftPlan<double>::cuda_fft_available(&why)) throw Error(why);
-      const std::vector<std::string> precs = o.precision_given ? o.precisions : std::vector<std::string>{"double", "single"};
+      const std::vector<std::string> precs =
+          o.precision_given ? o.precisions : std::vector<std::string>{"double", "single"};
       for (int n : o.sizes.empty() ? std::vector<int>{512} : o.sizes)
         for (const std::string& p : precs) {
           if (p == "double")
