@@ -3,7 +3,6 @@
 // partner id), so the full list, the half list and CUDA give the same bits.
 #include <cstdint>
 #include <cstdlib>
-#include <memory>
 #include <type_traits>
 #include <vector>
 #if defined(__x86_64__) && !defined(__CUDACC__)
@@ -178,7 +177,7 @@ struct CoulFast {
   bool few_types = false;
   alignas(64) double fields[8][kFields][8] = {};
   alignas(64) double special_coul[8] = {}, special_lj[8] = {};
-  CoulFast(const LjTable& lj, const CoulParams& p) {
+  void init(const LjTable& lj, const CoulParams& p) {
     reach2 = p.cut2;
     few_types = lj.ntypes <= 8;
     for (int t = 0; t < lj.ntypes * lj.ntypes && p.lj; ++t) reach2 = reach2 > lj.c[t].cut2 ? reach2 : lj.c[t].cut2;
@@ -417,21 +416,23 @@ inline int coul_chunk(int m, const int* nb, const Atoms& a, const LjTable& lj, c
   return m;
 }
 // The AVX-512 loop's constants where the CPU has it (else null: the generic loop), with the
-// atoms' positions and charges packed (a buffer of the calling thread, kept between calls).
+// atoms' positions and charges packed: the calling thread's, kept between calls (no allocation in
+// the time loop once the buffer has grown), valid until its next call.
 // CUMULUS_NO_AVX512 set in the environment takes the generic loop (the tests compare the two).
-inline std::unique_ptr<CoulFast> coul_fast(const Atoms& a, const LjTable& lj, const CoulParams& p) {
+inline const CoulFast* coul_fast(const Atoms& a, const LjTable& lj, const CoulParams& p) {
 #if defined(__x86_64__)
   static const bool avx512 = has_avx512();
   if (avx512 && !std::getenv("CUMULUS_NO_AVX512")) {
-    auto cf = std::make_unique<CoulFast>(lj, p);
+    thread_local CoulFast cf;
     thread_local std::vector<double> packed;
+    cf.init(lj, p);
     packed.resize(static_cast<std::size_t>(a.nlocal) * 4);
     for (int i = 0; i < a.nlocal; ++i) {
       double* const d = packed.data() + static_cast<std::size_t>(i) * 4;
       d[0] = a.x[i], d[1] = a.y[i], d[2] = a.z[i], d[3] = a.q[i];
     }
-    cf->xyzq = packed.data();
-    return cf;
+    cf.xyzq = packed.data();
+    return &cf;
   }
 #else
   (void)a;
@@ -447,7 +448,7 @@ CUMULUS_COUL_CLONES void coul_forces_full_host(const Atoms& a, const LjTable& lj
     return;
   }
   // Tabulated: each atom's terms a chunk at a time, then added in list order (coul_atom's sums).
-  const std::unique_ptr<CoulFast> cf = coul_fast(a, lj, p);
+  const CoulFast* const cf = coul_fast(a, lj, p);
 #pragma omp parallel
   {
     CoulChunk c;
@@ -457,7 +458,7 @@ CUMULUS_COUL_CLONES void coul_forces_full_host(const Atoms& a, const LjTable& lj
       SpecialCursor sc{&a, i};
       for (std::int64_t k0 = a.start[i]; k0 < a.start[i + 1]; k0 += kChunk) {
         const int n = static_cast<int>(a.start[i + 1] - k0 < kChunk ? a.start[i + 1] - k0 : kChunk);
-        const int m = coul_chunk(n, a.neighbors + k0, a, lj, p, cf.get(), i, sc, energy, c);
+        const int m = coul_chunk(n, a.neighbors + k0, a, lj, p, cf, i, sc, energy, c);
         for (int k = 0; k < m; ++k) {
           fx += c.tx[k];
           fy += c.ty[k];
@@ -508,14 +509,14 @@ void coul_forces_half_tabulated(const Atoms& a, const LjTable& lj, const CoulPar
   double* const __restrict vir = a.virial;
   const bool energy = a.energy;
   CoulChunk c;
-  const std::unique_ptr<CoulFast> cf = coul_fast(a, lj, p);
+  const CoulFast* const cf = coul_fast(a, lj, p);
   for (int s = 0; s < a.nslots; ++s) {
     const int i = a.order[s];
     double sx = fx[i], sy = fy[i], sz = fz[i], se = pe[i], sv = vir[i];
     SpecialCursor sc{&a, i};
     for (std::int64_t k0 = a.start[s]; k0 < a.start[s + 1]; k0 += kChunk) {
       const int n = static_cast<int>(a.start[s + 1] - k0 < kChunk ? a.start[s + 1] - k0 : kChunk);
-      const int m = coul_chunk(n, a.neighbors + k0, a, lj, p, cf.get(), i, sc, energy, c);
+      const int m = coul_chunk(n, a.neighbors + k0, a, lj, p, cf, i, sc, energy, c);
       const int* const nb = c.j;
       for (int k = 0; k < m; ++k) {
         sx += c.tx[k];
@@ -596,7 +597,7 @@ CUMULUS_COUL_CLONES void coul_forces_half(const Atoms& a, const LjTable& lj, con
 void coul_sums_half(const Atoms& a, const LjTable& lj, const CoulParams& p, int e, ExactSum* out) {
   const double to_units = ::ldexp(0.5, -e);
   std::vector<double> acc(static_cast<std::size_t>(a.nslots) * 9, 0.0);
-  const std::unique_ptr<CoulFast> cf = p.table.c ? coul_fast(a, lj, p) : nullptr;
+  const CoulFast* const cf = p.table.c ? coul_fast(a, lj, p) : nullptr;
   if (cf) {
     // The AVX-512 chunks' terms (the same bits as coul_pair's), with share()'s products.
     CoulChunk c;
@@ -606,7 +607,7 @@ void coul_sums_half(const Atoms& a, const LjTable& lj, const CoulParams& p, int 
       SpecialCursor sc{&a, i};
       for (std::int64_t k0 = a.start[s]; k0 < a.start[s + 1]; k0 += kChunk) {
         const int n = static_cast<int>(a.start[s + 1] - k0 < kChunk ? a.start[s + 1] - k0 : kChunk);
-        const int m = coul_chunk(n, a.neighbors + k0, a, lj, p, cf.get(), i, sc, true, c);
+        const int m = coul_chunk(n, a.neighbors + k0, a, lj, p, cf, i, sc, true, c);
         for (int k = 0; k < m; ++k) {
           const double dx = c.dx[k], dy = c.dy[k], dz = c.dz[k], f = c.f[k];
           const double v[9] = {dx * dx * f, dy * dy * f, dz * dz * f, dx * dy * f, dx * dz * f,
