@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../input_error.hpp"
 #include "core/comm.hpp"
 #include "core/config.hpp"
 #include "core/constants.hpp"
@@ -31,14 +32,7 @@ Config job_with(const std::string& key) {
   return c;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+std::string error_of(const std::function<void()>& f) { return cumulus::testing::input_error_of(f); }
 }  // namespace
 
 TEST(GridCommon, PiIsTheNearestDouble) {

@@ -10,6 +10,7 @@
 #include <functional>
 #include <string>
 
+#include "../input_error.hpp"
 #include "core/comm.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
@@ -24,14 +25,7 @@ using namespace cumulus;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+std::string error_of(const std::function<void()>& f) { return cumulus::testing::input_error_of(f); }
 
 class InputLimits : public ::testing::Test {
  protected:
@@ -48,8 +42,9 @@ class InputLimits : public ::testing::Test {
   }
   // A data file whose header has `counts` (e.g. "1 atoms\n2 atom types\n"), one atom of type 1.
   std::string data_file(const std::string& counts) {
-    return write("in.data", "title\n\n" + counts +
-                                "\n0 10 xlo xhi\n0 10 ylo yhi\n0 10 zlo zhi\n\nMasses\n\n1 1.0\n\nAtoms\n\n1 1 5 5 5\n");
+    return write(
+        "in.data",
+        "title\n\n" + counts + "\n0 10 xlo xhi\n0 10 ylo yhi\n0 10 zlo zhi\n\nMasses\n\n1 1.0\n\nAtoms\n\n1 1 5 5 5\n");
   }
   std::string dir_;
 };
@@ -92,17 +87,21 @@ TEST_F(InputLimits, DataFileClaimingMoreAtomsThanItHoldsIsRefusedAtItsHeaderLine
 // corpus/data_file/regression_count_1e30.data and regression_id_beyond_int64.data. An image flag
 // past 32 bits wrapped silently (regression_image_flag_beyond_int32.data).
 TEST_F(InputLimits, DataFileHugeOrFractionalCountsAndIdsAreRefused) {
-  EXPECT_NE(error_of([&] { md::read_data_file(data_file("1e30 atoms\n1 atom types\n"), true); })
-                .find("in.data:3: 1e+30 atoms is more than cumulus accepts"),
+  EXPECT_NE(error_of([&] {
+              md::read_data_file(data_file("1e30 atoms\n1 atom types\n"), true);
+            }).find("in.data:3: 1e+30 atoms is more than cumulus accepts"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { md::read_data_file(data_file("1.5 atoms\n1 atom types\n"), true); }).find("is not a whole number"),
-            std::string::npos);
-  const std::string p = write("ids.data", "t\n\n1 atoms\n1 atom types\n0 1 xlo xhi\n0 1 ylo yhi\n0 1 zlo zhi\n\nMasses\n\n1 1\n\n"
-                                          "Atoms\n\n1e19 1 0 0 0\n");
+  EXPECT_NE(
+      error_of([&] { md::read_data_file(data_file("1.5 atoms\n1 atom types\n"), true); }).find("is not a whole number"),
+      std::string::npos);
+  const std::string p = write("ids.data",
+                              "t\n\n1 atoms\n1 atom types\n0 1 xlo xhi\n0 1 ylo yhi\n0 1 zlo zhi\n\nMasses\n\n1 1\n\n"
+                              "Atoms\n\n1e19 1 0 0 0\n");
   EXPECT_NE(error_of([&] { md::read_data_file(p, false); }).find("ids.data:15: the integer '1e19' is out of range"),
             std::string::npos);
-  const std::string q = write("image.data", "t\n\n1 atoms\n1 atom types\n0 1 xlo xhi\n0 1 ylo yhi\n0 1 zlo zhi\n\nMasses\n\n1 1\n\n"
-                                            "Atoms\n\n1 1 0 0 0 0 0 3000000000\n");
+  const std::string q = write("image.data",
+                              "t\n\n1 atoms\n1 atom types\n0 1 xlo xhi\n0 1 ylo yhi\n0 1 zlo zhi\n\nMasses\n\n1 1\n\n"
+                              "Atoms\n\n1 1 0 0 0 0 0 3000000000\n");
   EXPECT_NE(error_of([&] { md::read_data_file(q, false); }).find("image.data:15: an image flag must fit in 32 bits"),
             std::string::npos);
 }
