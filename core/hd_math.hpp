@@ -1,5 +1,5 @@
 #pragma once
-// One arithmetic on both backends: exp, log, pow, sin, cos and erfc in double precision that give
+// One arithmetic on both backends: exp, log, pow, sin, cos, erfc and atan2 in double precision that give
 // the same bits when g++ compiles them for the host and when nvcc compiles them for a CUDA device.
 //
 // Why: glibc's libm and CUDA's math library are both accurate to an ulp or so, but not to the same
@@ -25,6 +25,13 @@
 //   |k| < 2^52), k p2 by an exact product, the sum in double-double; if the rounded k was off by one
 //   (possible only for |x| > 2^33) the reduction is redone with k +- 1. Taylor series on |r| <= pi/4
 //   (sin to r^17, cos to r^16; truncation below 2^-60), with the low part of r folded in.
+// - atan2(y, x): t = n / d, n = min(|x|, |y|), d = max(|x|, |y|), in [0, 1]; for t > tan(pi/8),
+//   atan t = pi/4 + atan u with u = (n - d) / (n + d) from the two magnitudes (the sums' errors and
+//   the division's remainder kept as a low part), so |u| <= tan(pi/8); atan u = u + u^3 q(u^2) by
+//   its Taylor series to u^41 (truncation below 2^-57 relative; the coefficients are the rationals
+//   (-1)^k / (2k + 1), rounded by the compiler); the result k pi/4 +- u +- u^3 q, with k pi/4 a
+//   double-double (k = 0 .. 4), summed with one final rounding. For the md solver's angle terms:
+//   an angle from the cross and dot products is accurate at 0 and pi, where acos is not.
 // - erfc: for |x| < 0.5, 1 - erf(x) with erf's Taylor series to x^25 (2x/sqrt(pi) in double-double);
 //   for 0.5 <= |x| < 27.3, exp(-x^2) erfcx(|x|) with erfcx(x) = exp(x^2) erfc(x) a polynomial fit on
 //   [a, 2a], a = 0.5, 1, 2, 4, 8, 16 (Chebyshev interpolants of degree 14 to 23, error below 2^-60,
@@ -40,6 +47,7 @@
 // - sin, cos: NaN for +-inf and NaN; sin(+-0) = +-0. Reduction accurate for |x| < 2^50 (~1.1e15);
 //   for larger |x| they return NaN instead of a silently wrong value (no Payne-Hanek table here).
 // - erfc: erfc(+inf) = 0, erfc(-inf) = 2.
+// - atan2: as C's for every sign of zero and infinity; NaN if either argument is NaN.
 //
 // Accuracy, measured by tests/unit/test_hd_math.cpp against __float128 (libquadmath) on dense sweeps
 // and random points (max error in ulps of the exact result; subnormal results in ulps of 2^-1074):
@@ -49,6 +57,7 @@
 //   sin   0.643 (|x| <= 10), 0.747 (10 < |x| <= 1e5), 0.685 (1e5 < |x| < 2^50)
 //   cos   0.648 (|x| <= 10), 0.685 (10 < |x| <= 1e5), 0.778 (1e5 < |x| < 2^50)
 //   erfc  0.614 (x < 0.5), 0.629 (0.5 <= x < 26.55), 0.718 (subnormal results, x >= 26.55)
+//   atan2 0.629 (|y| <= |x|), 0.529 (|y| > |x|)
 // (0.5 is correct rounding.) The test asserts each below 1 ulp.
 //
 // Float: there are no float versions. A float kernel calls the double function and rounds
@@ -253,6 +262,29 @@ CUMULUS_HD CUMULUS_INLINE double cos_kernel(double rh, double rl) {
   return w + ((((1.0 - w) - hz) - 0.5 * zl) + ((zh * zh) * c - rh * rl));
 }
 
+// atan(n / d) for 0 <= n <= d, d > 0 finite, as k pi/4 + u + tail: returns u, sets k (0 or 1) and
+// the tail (|tail| < |u| / 3), kept apart for the final sum.
+CUMULUS_HD CUMULUS_INLINE double atan_unit(double n, double d, int& k, double& tail) {
+  k = n > 0.41421356237309503 * d ? 1 : 0;  // t > tan(pi/8): atan t = pi/4 + atan u
+  // u = (n - d) / (n + d) with the sums' rounding errors and the division's remainder folded in:
+  // the rounded sums alone cost up to 2 ulps of the result near t = tan(pi/8).
+  double sh = n, sl = 0, th = d, tl = 0;
+  if (k) {
+    two_sum(n, -d, sh, sl);
+    two_sum(n, d, th, tl);
+  }
+  const double u0 = sh / th;
+  const double ulo = (fmadd(-u0, th, sh) + (sl - u0 * tl)) / th;
+  const double u = u0 + ulo, ul = ulo - (u - u0);
+  const double u2 = u * u;
+  const double q = poly(u2, -1.0 / 3, 1.0 / 5, -1.0 / 7, 1.0 / 9, -1.0 / 11, 1.0 / 13, -1.0 / 15, 1.0 / 17, -1.0 / 19,
+                        1.0 / 21, -1.0 / 23, 1.0 / 25, -1.0 / 27, 1.0 / 29, -1.0 / 31, 1.0 / 33, -1.0 / 35, 1.0 / 37,
+                        -1.0 / 39, 1.0 / 41);
+  // atan(u + ul) = atan u + ul / (1 + u^2) to far below an ulp.
+  tail = fmadd(u * u2, q, ul / (1 + u2));
+  return u;
+}
+
 }  // namespace detail
 
 // e^x.
@@ -430,6 +462,40 @@ CUMULUS_HD CUMULUS_INLINE double erfc(double x) {
   double h, l;
   detail::fast_two_sum(2.0, -sh, h, l);
   return h + (l - sl);
+}
+
+// The angle of the point (x, y) from the positive x axis, in [-pi, pi]: k pi/4 +- r with k pi/4 a
+// double-double (k = 0 .. 4) and one final rounding.
+CUMULUS_HD CUMULUS_INLINE double atan2(double y, double x) {
+  if (y != y || x != x) return x + y;  // NaN
+  const bool ny = detail::to_bits(y) >> 63, nx = detail::to_bits(x) >> 63;
+  const double ay = ny ? -y : y, ax = nx ? -x : x;
+  const double inf = detail::infinity();
+  int k = 0;
+  double r = 0, t = 0;  // the angle in [0, pi/2] of (ax, ay) is k pi/4 + r + t
+  if (ax == inf || ay == inf) {
+    k = ax == inf ? (ay == inf ? 1 : 0) : 2;
+  } else if (ay != 0) {
+    if (ay <= ax) {
+      r = detail::atan_unit(ay, ax, k, t);
+    } else {  // pi/2 - atan(ax / ay)
+      r = -detail::atan_unit(ax, ay, k, t);
+      t = -t;
+      k = 2 - k;
+    }
+  }
+  if (nx) {  // pi - angle
+    k = 4 - k;
+    r = -r;
+    t = -t;
+  }
+  // k pi/4 as hi + lo, k = 0 .. 4.
+  constexpr double hi[5] = {0.0, 0x1.921fb54442d18p-1, 0x1.921fb54442d18p+0, 0x1.2d97c7f3321d2p+1, 0x1.921fb54442d18p+1};
+  constexpr double lo[5] = {0.0, 0x1.1a62633145c07p-55, 0x1.1a62633145c07p-54, 0x1.a79394c9e8a0ap-54, 0x1.1a62633145c07p-53};
+  double s, e;
+  detail::two_sum(hi[k], r, s, e);
+  const double a = s + (e + (t + lo[k]));
+  return ny ? -a : a;
 }
 
 }  // namespace cumulus::hd

@@ -21,6 +21,8 @@ const char* to_string(MathFn f) {
       return "cos";
     case MathFn::erfc:
       return "erfc";
+    case MathFn::atan2:
+      return "atan2";
   }
   return "?";
 }
@@ -41,6 +43,8 @@ __float128 exact(MathFn f, double x, double y) {
       return cosq(qx);
     case MathFn::erfc:
       return erfcq(qx);
+    case MathFn::atan2:
+      return atan2q(qx, static_cast<__float128>(y));
   }
   return nanq("");
 }

@@ -4,7 +4,7 @@
 // its own file, compiled by g++ only: nvcc does not take __float128 in a CUDA build.
 namespace cumulus::testing {
 
-enum class MathFn { exp, log, pow, sin, cos, erfc };
+enum class MathFn { exp, log, pow, sin, cos, erfc, atan2 };  // atan2(x, y): x the first argument
 const char* to_string(MathFn f);
 
 // |got - f(x[, y])| in ulps of the exact value's binade (2^-1074 where that is subnormal). 0 when

@@ -20,7 +20,7 @@ using cumulus::testing::ulp_error;
 
 namespace {
 
-constexpr MathFn kAll[] = {MathFn::exp, MathFn::log, MathFn::pow, MathFn::sin, MathFn::cos, MathFn::erfc};
+constexpr MathFn kAll[] = {MathFn::exp, MathFn::log, MathFn::pow, MathFn::sin, MathFn::cos, MathFn::erfc, MathFn::atan2};
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -42,7 +42,7 @@ struct Random {
 };
 
 struct Points {
-  std::vector<double> x, y;  // y: pow's exponent (unused by the others)
+  std::vector<double> x, y;  // y: pow's exponent, atan2's second argument (unused by the others)
   void add(double a, double b = 0.0) {
     x.push_back(a);
     y.push_back(b);
@@ -125,6 +125,23 @@ Points points_for(MathFn f, int scale) {
         }
       for (double v : {0.0, -0.0, 1e-300, 26.5, 27.2, kInf, -kInf, kNaN}) p.add(v);
       break;
+    case MathFn::atan2:
+      // Every direction, the md solver's angles (a cross product's norm against a dot product),
+      // the pieces' edges (t = tan(pi/8), t = 1) and wide ranges of magnitudes.
+      for (int i = 0; i <= n; ++i) {
+        const double t = -3.2 + 6.4 * i / n;
+        p.add(std::sin(t), std::cos(t));
+      }
+      for (int i = 0; i < n; ++i) p.add(r.uniform(0, 1), r.uniform(-1, 1));
+      for (int i = 0; i < n; ++i) p.add(r.log_uniform(-60, 60, true), r.log_uniform(-60, 60, true));
+      for (int i = 0; i < n / 4; ++i) {
+        const double d = r.uniform(0.5, 2);
+        p.add(d * r.uniform(0.40, 0.43), d);
+        p.add(d * r.uniform(0.99, 1.01), d);
+      }
+      for (double a : {0.0, -0.0, 1.0, -1.0, 1e-300, kInf, -kInf, kNaN})
+        for (double b : {0.0, -0.0, 1.0, -1.0, 1e-300, kInf, -kInf, kNaN}) p.add(a, b);
+      break;
   }
   return p;
 }
@@ -144,6 +161,8 @@ CUMULUS_HD inline double evaluate(MathFn f, double x, double y) {
       return hd::cos(x);
     case MathFn::erfc:
       return hd::erfc(x);
+    case MathFn::atan2:
+      return hd::atan2(x, y);
   }
   return 0.0;
 }
@@ -206,6 +225,9 @@ const char* range_of(MathFn f, double x, double y) {
       return ax <= 10 ? "|x| <= 10" : ax <= 1e5 ? "10 < |x| <= 1e5" : "1e5 < |x| < 2^50";
     case MathFn::erfc:
       return x < 0.5 ? "x < 0.5" : x < 26.55 ? "0.5 <= x < 26.55" : "x >= 26.55 (subnormal results)";
+    case MathFn::atan2:
+      if (!std::isfinite(x) || !std::isfinite(y)) return nullptr;
+      return std::fabs(x) <= std::fabs(y) ? "|x| <= |y|" : "|x| > |y|";
   }
   return nullptr;
 }
@@ -218,7 +240,8 @@ TEST(HdMath, AccurateAgainstQuadPrecision) {
     double ulps;
   };
   for (const Bound& b : {Bound{MathFn::exp, 1.0}, Bound{MathFn::log, 1.0}, Bound{MathFn::pow, 1.0},
-                         Bound{MathFn::sin, 1.0}, Bound{MathFn::cos, 1.0}, Bound{MathFn::erfc, 1.0}}) {
+                         Bound{MathFn::sin, 1.0}, Bound{MathFn::cos, 1.0}, Bound{MathFn::erfc, 1.0},
+                         Bound{MathFn::atan2, 1.0}}) {
     const Points p = points_for(b.f, 1);
     struct Worst {
       const char* range;
@@ -239,7 +262,7 @@ TEST(HdMath, AccurateAgainstQuadPrecision) {
     }
     for (const Worst& w : worst) {
       std::printf("[ hd_math ] %-4s %-36s max %.3f ulp at x = %.17g", to_string(b.f), w.range, w.ulps, w.x);
-      if (b.f == MathFn::pow) std::printf(", y = %.17g", w.y);
+      if (b.f == MathFn::pow || b.f == MathFn::atan2) std::printf(", y = %.17g", w.y);
       std::printf(" (%ld points)\n", w.points);
       EXPECT_LE(w.ulps, b.ulps) << to_string(b.f) << " at x = " << w.x << ", y = " << w.y;
     }
@@ -288,6 +311,17 @@ TEST(HdMath, SpecialValues) {
   EXPECT_EQ(hd::erfc(-7.0), 2.0);
   EXPECT_GT(hd::erfc(27.2), 0.0);  // still a subnormal there
   EXPECT_TRUE(std::isnan(hd::erfc(nan)));
+  // atan2 takes C's values at the signed zeros and infinities.
+  const double pi = 3.141592653589793;
+  for (double a : {0.0, -0.0, 1.0, -1.0, kInf, -kInf, nan})
+    for (double b : {0.0, -0.0, 1.0, -1.0, kInf, -kInf, nan}) {
+      const double want = std::atan2(a, b), got = hd::atan2(a, b);
+      if (std::isnan(want))
+        EXPECT_TRUE(std::isnan(got)) << a << ", " << b;
+      else
+        EXPECT_TRUE(got == want && std::signbit(got) == std::signbit(want)) << "atan2(" << a << ", " << b << ") = " << got;
+    }
+  EXPECT_EQ(hd::atan2(1.0, -1.0), 3 * pi / 4);
 }
 
 // The harness of the device test, run with the host backend: the kernel path (for_each, buffers,
