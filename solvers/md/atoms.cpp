@@ -12,7 +12,8 @@ namespace cumulus::md {
 
 using Scalar = ParticleStore::Scalar;
 
-MdAtoms::MdAtoms(const Exec& ex, const std::vector<double>& masses, bool charged, int nspec) : store(ex), ex_(&ex) {
+MdAtoms::MdAtoms(const Exec& ex, const std::vector<double>& masses, bool charged, int nspec, int nb, int na)
+    : store(ex), ex_(&ex) {
   position = store.add({"position", "sigma", Scalar::f64, 3, true, true, 0});
   velocity = store.add({"velocity", "sigma/tau", Scalar::f64, 3, false, true, 0});
   image = store.add({"image", "box lengths", Scalar::i32, 3, false, true, 0});
@@ -28,6 +29,16 @@ MdAtoms::MdAtoms(const Exec& ex, const std::vector<double>& masses, bool charged
       throw InputError(strprintf("an atom has %d special partners (1-2, 1-3, 1-4): at most %d are supported", nspec, Atoms::kMaxSpecial));
     nspecial = nspec;
     special = store.add({"special", "id * 4 + level", Scalar::i64, nspec, true, true, 0});
+  }
+  if (nb > 0) {
+    nbond = nb;
+    bond_atom = store.add({"bond_atom", "id", Scalar::i64, nb, false, true, 0});
+    bond_type = store.add({"bond_type", "", Scalar::i32, nb, false, true, 1});
+  }
+  if (na > 0) {
+    nangle = na;
+    angle_atom = store.add({"angle_atom", "id", Scalar::i64, 3 * na, false, true, 0});
+    angle_type = store.add({"angle_type", "", Scalar::i32, na, false, true, 1});
   }
   mass_ = Buffer<double>(ex.backend(), masses.size());
   memory::copy(ex, ex.backend(), mass_.data(), Backend::host, masses.data(), masses.size() * sizeof(double));

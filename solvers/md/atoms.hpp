@@ -16,9 +16,12 @@ class NeighborList;
 class MdAtoms {
  public:
   // `masses` per type in energy units (mass times mvv2e: units.hpp); `charged`: register the charge
-  // and the molecule id; `nspecial`: columns of special partners (exclusions; 0: none).
-  MdAtoms(const Exec& ex, const std::vector<double>& masses, bool charged = false, int nspecial = 0);
-  MdAtoms(const Exec&& ex, const std::vector<double>& masses, bool charged = false, int nspecial = 0) = delete;  // keeps a pointer to ex
+  // and the molecule id; `nspecial`: columns of special partners (exclusions; 0: none); `nbond`,
+  // `nangle`: columns of bonded terms (the most bonds and angles of any atom; 0: none).
+  MdAtoms(const Exec& ex, const std::vector<double>& masses, bool charged = false, int nspecial = 0, int nbond = 0,
+          int nangle = 0);
+  MdAtoms(const Exec&& ex, const std::vector<double>& masses, bool charged = false, int nspecial = 0, int nbond = 0,
+          int nangle = 0) = delete;  // keeps a pointer to ex
 
   ParticleStore store;
   // Handles of the registered arrays. Positions, ids and types go to ghosts; every array migrates,
@@ -29,6 +32,13 @@ class MdAtoms {
   // special partners (to ghosts) when it has exclusions.
   int charge = -1, molecule = -1, special = -1;
   int nspecial = 0;
+  // The bonded terms each atom takes part in (topology.hpp's bonded_terms), owned atoms only
+  // (migrating and checkpointed with them; -1 when unused): bond_atom's column c is the partner's
+  // id of the atom's c-th bond, bond_type its type; angle_atom's columns 3c .. 3c + 2 the ids of
+  // its c-th angle (the vertex second), angle_type its type. Registered when a bond or angle style
+  // is set (-1 otherwise).
+  int bond_atom = -1, bond_type = -1, angle_atom = -1, angle_type = -1;
+  int nbond = 0, nangle = 0;
 
   int nown() const { return store.nown(); }
   int nghost() const { return store.nghost(); }

@@ -213,6 +213,7 @@ std::string read_atoms(Reader& r, DataFile& d, std::string& comment, std::map<st
     d.molecule.push_back(style == "full" ? r.integer(w[1]) : 0);
     d.q.push_back(style == "atomic" ? 0.0 : r.number(w[ct + 1]));
     const std::size_t cx = cols - 3;
+    if (w.size() == cols + 3) d.has_image_flags = true;
     for (int a = 0; a < 3; ++a) {
       d.x[a].push_back(r.number(w[cx + static_cast<std::size_t>(a)]));
       const std::int64_t im = w.size() == cols + 3 ? r.integer(w[cols + static_cast<std::size_t>(a)]) : 0;

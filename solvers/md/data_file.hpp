@@ -32,6 +32,7 @@ struct DataFile {
   std::vector<double> x[3], v[3];
   std::vector<int> image[3];
   bool has_velocities = false;
+  bool has_image_flags = false;  // some Atoms line gave image flags
   // Topology: header counts and types, and the sections' entries.
   std::int64_t nbonds = 0, nangles = 0, ndihedrals = 0, nimpropers = 0;
   int nbond_types = 0, nangle_types = 0, ndihedral_types = 0, nimproper_types = 0;

@@ -22,6 +22,7 @@
 #include "core/timers.hpp"
 #include "mesh/decomposition.hpp"
 #include "solvers/md/atoms.hpp"
+#include "solvers/md/bonded.hpp"
 #include "solvers/md/data_file.hpp"
 #include "solvers/md/domain.hpp"
 #include "solvers/md/lattice.hpp"
@@ -58,11 +59,26 @@ class MdModel : public Model {
     // as they were).
     const bool charged = from_file && data_.atom_style != "atomic";
     if (from_file) special_ = special_partners(data_);
-    std::size_t nspecial = 0;
+    std::size_t nspecial = 0, nbond = 0, nangle = 0;
     for (const auto& sp : special_) nspecial = std::max(nspecial, sp.size());
+    // Bonded terms: every atom holds the terms it is part of (bonded.hpp).
+    if (from_file) {
+      bonded_ = make_bonded_terms(cfg_, data_, ctx_.exec);
+      atom_bonded_ = bonded_terms(data_, uses_bonds(cfg_), uses_angles(cfg_));
+    }
+    for (const AtomBonded& b : atom_bonded_) {
+      nbond = std::max(nbond, b.bonds.size());
+      nangle = std::max(nangle, b.angles.size());
+    }
     std::vector<double> internal_mass = s_.masses;  // in energy units: m mvv2e (units.hpp)
     for (double& m : internal_mass) m *= s_.units.mvv2e;
-    atoms_ = std::make_unique<MdAtoms>(ctx_.exec, internal_mass, charged, static_cast<int>(nspecial));
+    atoms_ = std::make_unique<MdAtoms>(ctx_.exec, internal_mass, charged, static_cast<int>(nspecial), static_cast<int>(nbond),
+                                       static_cast<int>(nangle));
+    if (!bonded_.empty()) {
+      std::int64_t max_id = 0;  // zero-based ids index the topology's map
+      for (std::int64_t id : data_.id) max_id = std::max(max_id, id);
+      topology_ = std::make_unique<BondedTopology>(ctx_.exec, max_id);
+    }
     if (charged) {
       kspace_ = make_kspace(cfg_, box_lengths(s_, &data_), charge_totals(data_), coul_cutoff(cfg_));
       if (kspace_) pair_->set_ewald_alpha(kspace_->alpha());
@@ -75,6 +91,7 @@ class MdModel : public Model {
     const bool velocities_given = from_file && data_.has_velocities;
     data_ = DataFile{};  // not needed any more
     special_.clear();
+    atom_bonded_.clear();
     ParticleStore& st = atoms_->store;
     if (s_.temperature > 0 && n_total_ > 1 && !velocities_given) {
       double* v[3] = {st.host<double>(atoms_->velocity, 0), st.host<double>(atoms_->velocity, 1), st.host<double>(atoms_->velocity, 2)};
@@ -108,7 +125,7 @@ class MdModel : public Model {
                      static_cast<long long>(n_total_), origin.c_str(), box_.length(0), box_.length(1), box_.length(2), s_.ntypes,
                      types.c_str(), s_.temperature, pair_->describe().c_str(), s_.skin, list_->describe().c_str(),
                      s_.dt, thermostat_->describe().c_str(), np_, p[0], p[1], p[2], nb[0], nb[1], nb[2]) +
-           (kspace_ ? kspace_->describe() : std::string()) + "; units " + s_.units.name;
+           (kspace_ ? kspace_->describe() : std::string()) + bonded_description() + "; units " + s_.units.name;
   }
   double preferred_dt() const override { return s_.dt; }
   bool fixed_dt() const override { return true; }
@@ -196,6 +213,7 @@ class MdModel : public Model {
     for (const auto& t : pair_->energy_terms(ex, c, a)) rows.push_back(t);
     if (kspace_)
       for (const auto& t : kspace_->energy_terms()) rows.push_back(t);
+    for (const auto& b : bonded_) rows.push_back({b->energy_name(), b->energy(ex, c, a, topology_->view())});
     if (pair_->coulomb()) rows.push_back({"e_tail", e_tail});
     return rows;
   }
@@ -281,6 +299,27 @@ class MdModel : public Model {
         const std::vector<std::int64_t>& sp = special_[rows[static_cast<std::size_t>(i)]];
         st.host<std::int64_t>(atoms_->special, c)[i] = static_cast<std::size_t>(c) < sp.size() ? sp[static_cast<std::size_t>(c)] : -1;
       }
+    for (int i = 0; i < n; ++i) {
+      const AtomBonded& b = atom_bonded_[rows[static_cast<std::size_t>(i)]];
+      for (int c = 0; c < atoms_->nbond; ++c) {
+        const bool used = static_cast<std::size_t>(c) < b.bonds.size();
+        st.host<std::int64_t>(atoms_->bond_atom, c)[i] = used ? b.bonds[static_cast<std::size_t>(c)].first : -1;
+        st.host<int>(atoms_->bond_type, c)[i] = used ? b.bonds[static_cast<std::size_t>(c)].second : 0;
+      }
+      for (int c = 0; c < atoms_->nangle; ++c) {
+        const bool used = static_cast<std::size_t>(c) < b.angles.size();
+        for (int m = 0; m < 3; ++m)
+          st.host<std::int64_t>(atoms_->angle_atom, 3 * c + m)[i] =
+              used ? b.angles[static_cast<std::size_t>(c)].first[static_cast<std::size_t>(m)] : -1;
+        st.host<int>(atoms_->angle_type, c)[i] = used ? b.angles[static_cast<std::size_t>(c)].second : 0;
+      }
+    }
+  }
+
+  std::string bonded_description() const {
+    std::string out;
+    for (const auto& b : bonded_) out += "; " + b->describe();
+    return out;
   }
 
   // Forces, and with `energy` the per-atom energies and virials (needed only for thermo rows: the
@@ -299,6 +338,7 @@ class MdModel : public Model {
       ScopedTimer timer("md.kspace");
       kspace_->compute(ctx_.exec, ctx_.comm, a);
     }
+    for (const auto& b : bonded_) b->compute(ctx_.exec, a, topology_->view());
   }
 
   // After a restart replaced the atoms: owners, ghosts, a list and forces for them.
@@ -380,6 +420,7 @@ class MdModel : public Model {
     list_->build(*atoms_, box_.lengths(), rl);
     atoms_->fit_scratch(list_->half() ? atoms_->nlocal() : atoms_->nown());
     atoms_->mark_list_positions();
+    if (topology_) topology_->resolve(ctx_.comm, *atoms_, step);
   }
 
   Context ctx_;
@@ -391,6 +432,9 @@ class MdModel : public Model {
   std::unique_ptr<ForceTerm> pair_;
   std::unique_ptr<KSpace> kspace_;
   std::vector<std::vector<std::int64_t>> special_;  // set-up only: each data file atom's special partners
+  std::vector<AtomBonded> atom_bonded_;  // set-up only: each data file atom's bonded terms
+  std::vector<std::unique_ptr<BondedTerm>> bonded_;  // md.bond_style, md.angle_style
+  std::unique_ptr<BondedTopology> topology_;          // with bonded terms: their atoms' local indices
   SimBox box_;
   std::unique_ptr<MdAtoms> atoms_;
   std::unique_ptr<AtomDomain> domain_;
@@ -412,7 +456,8 @@ std::unique_ptr<Model> create(const Config& cfg, const Context& ctx) { return st
 void register_solver(SolverRegistry& r) {
   r.add(SolverEntry{"md", "molecular dynamics: Lennard-Jones atoms, charges (Ewald), Verlet lists, velocity Verlet, spatial decomposition",
                     declare_keys, check, create,
-                    {"position", "velocity", "image", "id", "type", "thermostat_work", "charge", "molecule", "special"}, true});
+                    {"position", "velocity", "image", "id", "type", "thermostat_work", "charge", "molecule", "special", "bond_atom",
+                     "bond_type", "angle_atom", "angle_type"}, true});
 }
 
 }  // namespace cumulus::md

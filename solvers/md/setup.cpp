@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "core/memory.hpp"
 #include "core/strings.hpp"
+#include "solvers/md/bonded.hpp"
 #include "solvers/md/lattice.hpp"
 #include "solvers/md/force.hpp"
 #include "solvers/md/kspace.hpp"
@@ -145,6 +146,7 @@ void declare_keys(Schema& s) {
   s.key("md.nhc_length", ValueType::integer, "Thermostats in the Nose-Hoover chain").def(std::int64_t{3}).at_least(1).at_most(10);
   s.key("md.langevin_damping", ValueType::real, "Langevin damping time 1/gamma (tau)").def(1.0).positive();
   declare_kspace_keys(s);
+  declare_bonded_keys(s);
   s.key("md.thermostat_temperature", ValueType::real, "Bath temperature of the thermostat (-1: md.temperature)")
       .def(-1.0)
       .at_least(-1);
@@ -282,6 +284,7 @@ void check(const Config& job, int nranks) {
                          "have one nearest image; use a larger box or a shorter cutoff",
                          s.cutoff + s.skin, L[d], d));
   }
+  check_bonded(cfg, from_file ? &data : nullptr, L, s.cutoff + s.skin);
   if (natoms > 2e9) cfg.fail("md.cells", strprintf("%.3g atoms is more than cumulus indexes (2^31)", natoms));
   {
     // Memory per rank, an estimate made before anything is allocated: each atom (owned or ghost)
