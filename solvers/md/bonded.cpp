@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
+#include "solvers/md/setup.hpp"
 
 namespace cumulus::md {
 
@@ -47,12 +48,12 @@ void check_coeffs(const Config& cfg, const std::string& key, const std::string& 
     used[t] = true;
   }
   if (missing > 0)
-    cfg.fail("md.data_file", strprintf("gives no %s for %s type %d: %s %s takes %s of each type from them", section.c_str(),
+    cfg.fail("md.data_file", data_file_path(cfg) + strprintf(" gives no %s for %s type %d: %s %s takes %s of each type from them", section.c_str(),
                                        section == "Bond Coeffs" ? "bond" : "angle", missing, key.c_str(), style.c_str(),
                                        names.c_str()));
   for (std::size_t t = 0; t < coeffs.size(); ++t)
     if (used[t] && coeffs[t].size() != count)
-      cfg.fail("md.data_file", strprintf("its %s give type %zu %zu numbers: %s %s takes %zu (%s)", section.c_str(), t + 1,
+      cfg.fail("md.data_file", data_file_path(cfg) + strprintf(": its %s give type %zu %zu numbers: %s %s takes %zu (%s)", section.c_str(), t + 1,
                                          coeffs[t].size(), key.c_str(), style.c_str(), count, names.c_str()));
 }
 
@@ -67,7 +68,7 @@ void check_bonded(const Config& cfg, const DataFile* d, const std::array<double,
     check_coeffs(cfg, "md.angle_style", "Angle Coeffs", d->angles, d->angle_coeffs, 2, "K theta0");
     for (std::size_t t = 0; t < d->angle_coeffs.size(); ++t)
       if (d->angle_coeffs[t].size() == 2 && !(d->angle_coeffs[t][1] >= 0 && d->angle_coeffs[t][1] <= 180))
-        cfg.fail("md.data_file", strprintf("its Angle Coeffs give type %zu theta0 = %g degrees: expected 0 to 180", t + 1,
+        cfg.fail("md.data_file", data_file_path(cfg) + strprintf(": its Angle Coeffs give type %zu theta0 = %g degrees: expected 0 to 180", t + 1,
                                            d->angle_coeffs[t][1]));
   }
   // The map from ids to local atoms is an array as long as the largest id (per rank, 4 bytes an
@@ -75,7 +76,7 @@ void check_bonded(const Config& cfg, const DataFile* d, const std::array<double,
   std::int64_t max_id = 0;
   for (std::int64_t id : d->id) max_id = std::max(max_id, id);
   if (max_id > 4 * d->natoms)
-    cfg.fail("md.data_file", strprintf("its largest atom id is %lld for %lld atoms: with bonded terms, ids must be at most 4 "
+    cfg.fail("md.data_file", data_file_path(cfg) + strprintf(": its largest atom id is %lld for %lld atoms: with bonded terms, ids must be at most 4 "
                                        "times the atom count (each rank maps ids to atoms through an array)",
                                        static_cast<long long>(max_id), static_cast<long long>(d->natoms)));
   // Every pair of atoms of a term: near enough for the ghosts to hold them, and (with image flags)
@@ -97,12 +98,12 @@ void check_bonded(const Config& cfg, const DataFile* d, const std::array<double,
       if (d->has_image_flags && std::fabs(unwrapped) > h) axis = c;
     }
     if (axis >= 0)
-      cfg.fail("md.data_file", strprintf("the %s between atoms %lld and %lld is %.6g long with the file's image flags, more than "
+      cfg.fail("md.data_file", data_file_path(cfg) + strprintf(": the %s between atoms %lld and %lld is %.6g long with the file's image flags, more than "
                                          "half the box along axis %d (%g): it would be computed through another image",
                                          what, static_cast<long long>(a), static_cast<long long>(b), std::sqrt(u2), axis,
                                          L[static_cast<std::size_t>(axis)]));
     if (std::sqrt(r2) >= reach)
-      cfg.fail("md.data_file", strprintf("the %s between atoms %lld and %lld is %.6g long: a bonded partner must be nearer than "
+      cfg.fail("md.data_file", data_file_path(cfg) + strprintf(": the %s between atoms %lld and %lld is %.6g long: a bonded partner must be nearer than "
                                          "the cutoff + skin (%g), the distance ghosts reach",
                                          what, static_cast<long long>(a), static_cast<long long>(b), std::sqrt(r2), reach));
   };

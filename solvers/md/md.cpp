@@ -299,7 +299,7 @@ class MdModel : public Model {
         const std::vector<std::int64_t>& sp = special_[rows[static_cast<std::size_t>(i)]];
         st.host<std::int64_t>(atoms_->special, c)[i] = static_cast<std::size_t>(c) < sp.size() ? sp[static_cast<std::size_t>(c)] : -1;
       }
-    for (int i = 0; i < n; ++i) {
+    for (int i = 0; i < n && !atom_bonded_.empty(); ++i) {
       const AtomBonded& b = atom_bonded_[rows[static_cast<std::size_t>(i)]];
       for (int c = 0; c < atoms_->nbond; ++c) {
         const bool used = static_cast<std::size_t>(c) < b.bonds.size();

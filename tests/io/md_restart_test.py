@@ -237,4 +237,60 @@ for style in ("ewald", "pme"):
             for field in ("position", "velocity", "image", "charge", "molecule", "special"):
                 r.check(by_id(ref, field).tobytes() == by_id(name, field).tobytes(),
                         f"{style}: {field} bit-identical after restart {first} -> {second} ranks")
+
+# Molecules with harmonic bonds and angles (bent triatomics, LJ on the heavy atoms only, some
+# straddling the periodic boundary): every atom's bonded terms (their partners' ids and types)
+# come back from the checkpoint with it, and the partners are found again among the new ranks'
+# ghosts; 1 -> 1 and 2 -> 3 ranks (PME's grid 18^3: at least 6 planes per rank at 3).
+m, a = 6, 1.5
+s, c = 0.5 * np.sin(np.radians(52.26)), 0.5 * np.cos(np.radians(52.26))
+n = m ** 3
+with open(os.path.join(d, "molecules.data"), "w") as f:
+    f.write(f"molecules\n\n{3 * n} atoms\n2 atom types\n{2 * n} bonds\n1 bond types\n{n} angles\n1 angle types\n\n" +
+            "".join(f"0 {m * a!r} {x}lo {x}hi\n" for x in "xyz") +
+            "\nMasses\n\n1 1\n2 0.25\n\nBond Coeffs\n\n1 200 0.5\n\nAngle Coeffs\n\n1 50 104.52\n\nAtoms # full\n\n")
+    for k in range(n):
+        x, y, z = (k % m) * a + 0.3, (k // m % m) * a + 0.2, (k // (m * m)) * a + 0.1
+        f.write(f"{3 * k + 1} {k + 1} 1 -0.8 {x!r} {y!r} {z!r}\n{3 * k + 2} {k + 1} 2 0.4 {x + s!r} {y + c!r} {z + 0.05!r}\n"
+                f"{3 * k + 3} {k + 1} 2 0.4 {x - s!r} {y + c!r} {z - 0.05!r}\n")
+    f.write("\nBonds\n\n" + "".join(f"{2 * k + 1} 1 {3 * k + 1} {3 * k + 2}\n{2 * k + 2} 1 {3 * k + 1} {3 * k + 3}\n" for k in range(n)))
+    f.write("\nAngles\n\n" + "".join(f"{k + 1} 1 {3 * k + 2} {3 * k + 1} {3 * k + 3}\n" for k in range(n)))
+with open(os.path.join(d, "molecules.toml"), "w") as f:
+    f.write("""solver = "md"
+[run]
+end_step = 80
+[md]
+data_file = "molecules.data"
+temperature = 1.0
+dt = 0.002
+pair_style = "lj/cut/coul/long"
+kspace_style = "pme"
+kspace_tolerance = 1e-3
+pme_grid = [18]
+cutoff = 2.5
+bond_style = "harmonic"
+angle_style = "harmonic"
+[md.pairs.oh]
+types = [1, 2]
+epsilon = 0.0
+sigma = 1.0
+[md.pairs.hh]
+types = [2, 2]
+epsilon = 0.0
+sigma = 1.0
+[output]
+format = "none"
+""")
+rc, out = run(["run", "molecules.toml", "--set", "run.directory=ref_mol"], d)
+r.check(rc == 0, "molecules: reference run", out)
+for first, second in ((1, 1), (2, 3)):
+    name = f"rs{first}{second}_mol"
+    rc1, out1 = run(["run", "molecules.toml", "--set", f"run.directory={name}", "--set", f"run.end_step={N}"], d, ranks=first)
+    rc2, out2 = run(["run", "molecules.toml", "--set", f"run.directory={name}", "--restart", "auto"], d, ranks=second)
+    ok = rc == 0 and rc1 == 0 and rc2 == 0
+    r.check(ok, f"molecules: N steps on {first} rank(s), then restart to 2N on {second}", out1 + out2)
+    if ok:
+        for field in ("position", "velocity", "image", "bond_atom", "bond_type", "angle_atom", "angle_type"):
+            r.check(by_id("ref_mol", field).tobytes() == by_id(name, field).tobytes(),
+                    f"molecules: {field} bit-identical after restart {first} -> {second} ranks")
 r.finish()
