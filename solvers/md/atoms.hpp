@@ -13,15 +13,22 @@ namespace cumulus::md {
 
 class NeighborList;
 
+// The optional per-atom arrays a job needs: `charged`, the charge and the molecule id; `nspecial`,
+// columns of special partners (exclusions; 0: none); `nbond`, `nangle`, columns of bonded terms
+// (the most bonds and angles of any atom; 0: none); `settle`, the rigid-water arrays (a molecule's
+// three atoms, the reference positions of a step, the constraint virial; velocities then go to
+// ghosts too, for the velocity constraint).
+struct AtomLayout {
+  bool charged = false;
+  int nspecial = 0, nbond = 0, nangle = 0;
+  bool settle = false;
+};
+
 class MdAtoms {
  public:
-  // `masses` per type in energy units (mass times mvv2e: units.hpp); `charged`: register the charge
-  // and the molecule id; `nspecial`: columns of special partners (exclusions; 0: none); `nbond`,
-  // `nangle`: columns of bonded terms (the most bonds and angles of any atom; 0: none).
-  MdAtoms(const Exec& ex, const std::vector<double>& masses, bool charged = false, int nspecial = 0, int nbond = 0,
-          int nangle = 0);
-  MdAtoms(const Exec&& ex, const std::vector<double>& masses, bool charged = false, int nspecial = 0, int nbond = 0,
-          int nangle = 0) = delete;  // keeps a pointer to ex
+  // `masses` per type in energy units (mass times mvv2e: units.hpp); `layout`: the optional arrays.
+  MdAtoms(const Exec& ex, const std::vector<double>& masses, const AtomLayout& layout = {});
+  MdAtoms(const Exec&& ex, const std::vector<double>& masses, const AtomLayout& layout = {}) = delete;  // keeps a pointer to ex
 
   ParticleStore store;
   // Handles of the registered arrays. Positions, ids and types go to ghosts; every array migrates,
@@ -39,6 +46,12 @@ class MdAtoms {
   // is set (-1 otherwise).
   int bond_atom = -1, bond_type = -1, angle_atom = -1, angle_type = -1;
   int nbond = 0, nangle = 0;
+  // Rigid water (settle.hpp; -1 otherwise): settle_atom's three columns the ids of the atom's
+  // molecule (the oxygen, then the hydrogens; -1 when the atom is in none), settle_type its
+  // geometry (the angle type); reference_position the positions at the start of a step (to
+  // ghosts; not checkpointed); constraint_virial each atom's share of the constraint forces'
+  // virial at the last step (checkpointed, so that a restarted run's pressure has the same bits).
+  int settle_atom = -1, settle_type = -1, reference_position = -1, constraint_virial = -1;
 
   int nown() const { return store.nown(); }
   int nghost() const { return store.nghost(); }

@@ -138,6 +138,8 @@ void BondedTopology::resolve(const Comm& comm, const MdAtoms& atoms, std::int64_
   fit(ex, bond_type_, n * static_cast<std::size_t>(std::max(atoms.nbond, 1)));
   fit(ex, angle_atom_, 3 * n * static_cast<std::size_t>(std::max(atoms.nangle, 1)));
   fit(ex, angle_type_, n * static_cast<std::size_t>(std::max(atoms.nangle, 1)));
+  fit(ex, settle_atom_, 3 * n);
+  fit(ex, settle_type_, n);
   const std::int64_t none = std::numeric_limits<std::int64_t>::max();
   std::int64_t missing = none;
   if (nown > 0) {
@@ -156,6 +158,10 @@ void BondedTopology::resolve(const Comm& comm, const MdAtoms& atoms, std::int64_
       for (int m = 0; m < 3; ++m) resolve(atoms.angle_atom, 3 * c + m, angle_atom_.data() + (3 * c + m) * col);
       memory::copy(ex, ex.backend(), angle_type_.data() + c * col, ex.backend(), st.device<int>(atoms.angle_type, c), sizeof(int) * col);
     }
+    if (atoms.settle_atom >= 0) {
+      for (int m = 0; m < 3; ++m) resolve(atoms.settle_atom, m, settle_atom_.data() + m * col);
+      memory::copy(ex, ex.backend(), settle_type_.data(), ex.backend(), st.device<int>(atoms.settle_type), sizeof(int) * col);
+    }
   }
   const std::int64_t first = comm.min(missing);
   if (first != none)
@@ -170,6 +176,8 @@ void BondedTopology::resolve(const Comm& comm, const MdAtoms& atoms, std::int64_
   view_.angle_atom = angle_atom_.data();
   view_.angle_type = angle_type_.data();
   view_.nangle = atoms.nangle;
+  view_.settle_atom = atoms.settle_atom >= 0 ? settle_atom_.data() : nullptr;
+  view_.settle_type = atoms.settle_atom >= 0 ? settle_type_.data() : nullptr;
   view_.nown = nown;
 }
 

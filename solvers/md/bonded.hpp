@@ -56,7 +56,8 @@ std::vector<std::unique_ptr<BondedTerm>> make_bonded_terms(const Config& cfg, co
 std::unique_ptr<BondedTerm> make_bond_harmonic(const std::vector<std::vector<double>>& coeffs, const Exec& ex);
 std::unique_ptr<BondedTerm> make_angle_harmonic(const std::vector<std::vector<double>>& coeffs, const Exec& ex);
 
-// Each owned atom's bonded partners as local indices, on the backend.
+// Each owned atom's bonded partners (its bonds', angles' and rigid molecule's atoms) as local
+// indices, on the backend.
 class BondedTopology {
  public:
   BondedTopology(const Exec& ex, std::int64_t natoms);
@@ -69,7 +70,7 @@ class BondedTopology {
  private:
   const Exec* ex_;
   std::int64_t natoms_;
-  Buffer<int> map_, bond_atom_, bond_type_, angle_atom_, angle_type_;
+  Buffer<int> map_, bond_atom_, bond_type_, angle_atom_, angle_type_, settle_atom_, settle_type_;
   TopologyView view_;
 };
 

@@ -25,6 +25,10 @@ struct TopologyView {
   const int* angle_atom = nullptr;  // three per angle, at [(3c + m) * nown + i]: the angle's atoms, the vertex second
   const int* angle_type = nullptr;
   int nangle = 0;
+  // Rigid water (settle.hpp): the atom's molecule, oxygen first, at [m * nown + i] (-1: none), and
+  // its geometry (null without SETTLE).
+  const int* settle_atom = nullptr;
+  const int* settle_type = nullptr;
   int nown = 0;
 };
 

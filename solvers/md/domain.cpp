@@ -112,7 +112,11 @@ void AtomDomain::upload_send_index(const MdAtoms& atoms) {
 // The host builder's runs pack from and unpack into the position arrays directly; otherwise (CUDA,
 // or kernel-built lists) kernels pack the sent atoms on the backend and unpack the arrivals there,
 // so only the ghost data crosses to the host and back (MPI here is not assumed to be CUDA-aware).
-void AtomDomain::forward_positions(MdAtoms& atoms, bool host_arrays) {
+void AtomDomain::forward_positions(MdAtoms& atoms, bool host_arrays) { forward(atoms, host_arrays, atoms.position); }
+void AtomDomain::forward_velocities(MdAtoms& atoms, bool host_arrays) { forward(atoms, host_arrays, atoms.velocity); }
+
+// Any three-component ghost array: the kernels pack and unpack a view's x, y, z, here pointed at it.
+void AtomDomain::forward(MdAtoms& atoms, bool host_arrays, int field) {
   if (np_ == 1) return;
   ScopedTimer timer("md.ghosts");
   const Exec& ex = *ex_;
@@ -121,7 +125,10 @@ void AtomDomain::forward_positions(MdAtoms& atoms, bool host_arrays) {
   fwd_send_.resize(std::max<std::size_t>(nsend, 1));
   fwd_recv_.resize(std::max<std::size_t>(nrecv, 1));
   const double box[3] = {0, 0, 0};
-  const Atoms a = atoms.view(nullptr, box);
+  Atoms a = atoms.view(nullptr, box);
+  a.x = atoms.store.device<double>(field, 0);
+  a.y = atoms.store.device<double>(field, 1);
+  a.z = atoms.store.device<double>(field, 2);
   if (host_arrays) {
     double* out = fwd_send_.data();
     for (const auto& list : send_lists_)

@@ -33,6 +33,7 @@
 #include "solvers/md/topology.hpp"
 #include "solvers/md/particle_state.hpp"
 #include "solvers/md/rdf.hpp"
+#include "solvers/md/settle.hpp"
 #include "solvers/md/setup.hpp"
 #include "solvers/md/sim_box.hpp"
 #include "solvers/md/thermo.hpp"
@@ -63,8 +64,14 @@ class MdModel : public Model {
     for (const auto& sp : special_) nspecial = std::max(nspecial, sp.size());
     // Bonded terms: every atom holds the terms it is part of (bonded.hpp).
     if (from_file) {
+      water_ = rigid_water(cfg_, &data_);
       bonded_ = make_bonded_terms(cfg_, data_, ctx_.exec);
-      atom_bonded_ = bonded_terms(data_, uses_bonds(cfg_), uses_angles(cfg_));
+      atom_bonded_ = bonded_terms(data_, uses_bonds(cfg_), uses_angles(cfg_), water_.bond_type_constrained,
+                                  water_.angle_type_constrained);
+    }
+    if (water_.molecules > 0) {
+      settle_ = std::make_unique<Settle>(ctx_.exec, water_.geometry, water_.molecules);
+      s_.constraint_dof = settle_->removed_dof();
     }
     for (const AtomBonded& b : atom_bonded_) {
       nbond = std::max(nbond, b.bonds.size());
@@ -72,9 +79,10 @@ class MdModel : public Model {
     }
     std::vector<double> internal_mass = s_.masses;  // in energy units: m mvv2e (units.hpp)
     for (double& m : internal_mass) m *= s_.units.mvv2e;
-    atoms_ = std::make_unique<MdAtoms>(ctx_.exec, internal_mass, charged, static_cast<int>(nspecial), static_cast<int>(nbond),
-                                       static_cast<int>(nangle));
-    if (!bonded_.empty()) {
+    atoms_ = std::make_unique<MdAtoms>(ctx_.exec, internal_mass,
+                                       AtomLayout{charged, static_cast<int>(nspecial), static_cast<int>(nbond), static_cast<int>(nangle),
+                                                  settle_ != nullptr});
+    if (!bonded_.empty() || settle_) {
       std::int64_t max_id = 0;  // zero-based ids index the topology's map
       for (std::int64_t id : data_.id) max_id = std::max(max_id, id);
       topology_ = std::make_unique<BondedTopology>(ctx_.exec, max_id);
@@ -92,6 +100,7 @@ class MdModel : public Model {
     data_ = DataFile{};  // not needed any more
     special_.clear();
     atom_bonded_.clear();
+    water_ = RigidWater{};
     ParticleStore& st = atoms_->store;
     if (s_.temperature > 0 && n_total_ > 1 && !velocities_given) {
       double* v[3] = {st.host<double>(atoms_->velocity, 0), st.host<double>(atoms_->velocity, 1), st.host<double>(atoms_->velocity, 2)};
@@ -107,7 +116,9 @@ class MdModel : public Model {
     tctx_.atoms = [this] { return view(); };
     tctx_.kinetic2 = [this] { return kinetic2_sum(ctx_.exec, ctx_.comm, view()); };
     rebuild(true, 0);
+    if (settle_) start_rigid(s_.temperature > 0 && n_total_ > 1 && !velocities_given);
     compute_forces();
+    if (settle_) start_constraint_virial();
   }
 
   std::string describe() const override {
@@ -125,7 +136,8 @@ class MdModel : public Model {
                      static_cast<long long>(n_total_), origin.c_str(), box_.length(0), box_.length(1), box_.length(2), s_.ntypes,
                      types.c_str(), s_.temperature, pair_->describe().c_str(), s_.skin, list_->describe().c_str(),
                      s_.dt, thermostat_->describe().c_str(), np_, p[0], p[1], p[2], nb[0], nb[1], nb[2]) +
-           (kspace_ ? kspace_->describe() : std::string()) + bonded_description() + "; units " + s_.units.name;
+           (kspace_ ? kspace_->describe() : std::string()) + bonded_description() +
+           (settle_ ? settle_->describe() : std::string()) + "; units " + s_.units.name;
   }
   double preferred_dt() const override { return s_.dt; }
   bool fixed_dt() const override { return true; }
@@ -137,6 +149,7 @@ class MdModel : public Model {
   void advance(double time, double dt) override {
     const Exec& ex = ctx_.exec;
     if (stale_) refresh();
+    if (settle_) settle_->keep_reference(*atoms_);
     thermostat_->begin_step(tctx_, dt);
     thermostat_->kick_drift(tctx_, time, dt);
     // The list is rebuilt on steps that are multiples of md.neighbor_every, when an atom has
@@ -156,8 +169,16 @@ class MdModel : public Model {
       if (far) overdue_ = true;
       domain_->forward_positions(*atoms_, host_positions());
     }
+    if (settle_) {  // the molecules rigid again, and their ghosts' positions
+      settle_->positions(ctx_.comm, *atoms_, view(), topology_->view(), dt, step, true);
+      domain_->forward_positions(*atoms_, host_positions());
+    }
     compute_forces(false);
     CUMULUS_KERNEL(ex, kernels, kick)(ex, view(), 0.5 * dt);
+    if (settle_) {  // no relative velocity along the bonds (the ghosts' velocities current first)
+      domain_->forward_velocities(*atoms_, host_positions());
+      settle_->velocities(*atoms_, view(), topology_->view(), dt);
+    }
     thermostat_->end_step(tctx_, dt);
     if (rdf_ && rdf_->due(step)) rdf_->sample(ex, *atoms_, *list_, box_.lengths());
   }
@@ -184,8 +205,8 @@ class MdModel : public Model {
     const double n = static_cast<double>(n_total_), V = box_.volume(), rho = n / V;
     const double ke = 0.5 * thermo_sum(ex, c, a, ThermoSum::mv2);
     double pe = thermo_sum(ex, c, a, ThermoSum::energy);
-    const double w = thermo_sum(ex, c, a, ThermoSum::virial);
-    const double dof = thermostat_->degrees_of_freedom(n);
+    const double w = thermo_sum(ex, c, a, ThermoSum::virial) + (settle_ ? settle_->virial(c, *atoms_) : 0.0);
+    const double dof = thermostat_->degrees_of_freedom(n) - s_.constraint_dof;
     const Units& u = s_.units;
     const double T = dof > 0 ? 2 * ke / (dof * u.boltz) : 0;
     double p_virial = w / (3 * V);
@@ -299,6 +320,12 @@ class MdModel : public Model {
         const std::vector<std::int64_t>& sp = special_[rows[static_cast<std::size_t>(i)]];
         st.host<std::int64_t>(atoms_->special, c)[i] = static_cast<std::size_t>(c) < sp.size() ? sp[static_cast<std::size_t>(c)] : -1;
       }
+    if (atoms_->settle_atom >= 0)
+      for (int i = 0; i < n; ++i) {
+        const std::size_t k = rows[static_cast<std::size_t>(i)];
+        for (int m = 0; m < 3; ++m) st.host<std::int64_t>(atoms_->settle_atom, m)[i] = water_.atoms[k][static_cast<std::size_t>(m)];
+        st.host<int>(atoms_->settle_type)[i] = water_.type[k];
+      }
     for (int i = 0; i < n && !atom_bonded_.empty(); ++i) {
       const AtomBonded& b = atom_bonded_[rows[static_cast<std::size_t>(i)]];
       for (int c = 0; c < atoms_->nbond; ++c) {
@@ -314,6 +341,41 @@ class MdModel : public Model {
         st.host<int>(atoms_->angle_type, c)[i] = used ? b.angles[static_cast<std::size_t>(c)].second : 0;
       }
     }
+  }
+
+  // Rigid molecules at the start: positions to their geometry (no velocity change), velocities
+  // without relative motion along the bonds, and with `rescale` (velocities drawn here, not read)
+  // scaled back to md.temperature with the constrained degrees of freedom.
+  void start_rigid(bool rescale) {
+    const Exec& ex = ctx_.exec;
+    settle_->keep_reference(*atoms_);
+    settle_->positions(ctx_.comm, *atoms_, view(), topology_->view(), s_.dt, 0, false);
+    domain_->forward_positions(*atoms_, host_positions());
+    domain_->forward_velocities(*atoms_, host_positions());
+    settle_->velocities(*atoms_, view(), topology_->view(), s_.dt);
+    if (rescale) {
+      const double dof = thermostat_->degrees_of_freedom(static_cast<double>(n_total_)) - s_.constraint_dof;
+      const double k2 = kinetic2_sum(ex, ctx_.comm, view());
+      if (k2 > 0 && dof > 0) CUMULUS_KERNEL(ex, kernels, scale_velocities)(ex, view(), std::sqrt(s_.temperature * s_.units.boltz * dof / k2));
+    }
+  }
+
+  // The constraint virial of step 0, as a step computes it: the velocity constraints after a half
+  // kick (on a copy of the velocities, which are then put back).
+  void start_constraint_virial() {
+    const Exec& ex = ctx_.exec;
+    const std::size_t n = static_cast<std::size_t>(atoms_->nown());
+    ParticleStore& st = atoms_->store;
+    std::vector<Buffer<double>> saved;
+    for (int d = 0; d < 3; ++d) {
+      saved.emplace_back(ex.backend(), std::max<std::size_t>(n, 1));
+      if (n) memory::copy(ex, ex.backend(), saved.back().data(), ex.backend(), st.device<double>(atoms_->velocity, d), n * sizeof(double));
+    }
+    CUMULUS_KERNEL(ex, kernels, kick)(ex, view(), 0.5 * s_.dt);
+    domain_->forward_velocities(*atoms_, host_positions());
+    settle_->velocities(*atoms_, view(), topology_->view(), s_.dt);
+    for (int d = 0; d < 3; ++d)
+      if (n) memory::copy(ex, ex.backend(), st.device<double>(atoms_->velocity, d), ex.backend(), saved[static_cast<std::size_t>(d)].data(), n * sizeof(double));
   }
 
   std::string bonded_description() const {
@@ -435,6 +497,8 @@ class MdModel : public Model {
   std::vector<AtomBonded> atom_bonded_;  // set-up only: each data file atom's bonded terms
   std::vector<std::unique_ptr<BondedTerm>> bonded_;  // md.bond_style, md.angle_style
   std::unique_ptr<BondedTopology> topology_;          // with bonded terms: their atoms' local indices
+  RigidWater water_;                 // set-up only: the data file's rigid molecules
+  std::unique_ptr<Settle> settle_;   // md.constrain_bonds / md.constrain_angles
   SimBox box_;
   std::unique_ptr<MdAtoms> atoms_;
   std::unique_ptr<AtomDomain> domain_;
@@ -457,7 +521,7 @@ void register_solver(SolverRegistry& r) {
   r.add(SolverEntry{"md", "molecular dynamics: Lennard-Jones atoms, charges (Ewald), Verlet lists, velocity Verlet, spatial decomposition",
                     declare_keys, check, create,
                     {"position", "velocity", "image", "id", "type", "thermostat_work", "charge", "molecule", "special", "bond_atom",
-                     "bond_type", "angle_atom", "angle_type"}, true});
+                     "bond_type", "angle_atom", "angle_type", "settle_atom", "settle_type", "constraint_virial"}, true});
 }
 
 }  // namespace cumulus::md

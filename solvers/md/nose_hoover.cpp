@@ -17,7 +17,7 @@ namespace {
 class NoseHoover : public Thermostat {
  public:
   NoseHoover(const Setup& s, std::int64_t n_total)
-      : m_(s.nhc_length), kT_(s.t_bath * s.units.boltz), boltz_(s.units.boltz), damping_(s.nhc_damping), nf_(3.0 * static_cast<double>(n_total) - 3.0) {}
+      : m_(s.nhc_length), kT_(s.t_bath * s.units.boltz), boltz_(s.units.boltz), damping_(s.nhc_damping), nf_(3.0 * static_cast<double>(n_total) - 3.0 - s.constraint_dof) {}
 
   std::string describe() const override {
     return strprintf("; Nose-Hoover chain of %d at T %g, relaxation time %g (Q1 = %g, Qi = %g)", m_, kT_ / boltz_, damping_, q(0), q(1));

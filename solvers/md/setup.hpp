@@ -32,6 +32,7 @@ struct Setup {
   std::string neighbor_build = "auto";
   double rdf_range = 0;
   Units units;  // md.units: lj or real (units.hpp)
+  double constraint_dof = 0;  // degrees of freedom the constraints remove (set by the model: settle.hpp)
 };
 
 void declare_keys(Schema& s);

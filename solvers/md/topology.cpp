@@ -43,7 +43,11 @@ std::vector<std::vector<std::int64_t>> special_partners(const DataFile& d) {
   return out;
 }
 
-std::vector<AtomBonded> bonded_terms(const DataFile& d, bool bonds, bool angles) {
+std::vector<AtomBonded> bonded_terms(const DataFile& d, bool bonds, bool angles, const std::vector<bool>& skip_bond_types,
+                                     const std::vector<bool>& skip_angle_types) {
+  auto skipped = [](const std::vector<bool>& skip, int type) {
+    return static_cast<std::size_t>(type) < skip.size() && skip[static_cast<std::size_t>(type)];
+  };
   const std::size_t n = d.id.size();
   std::vector<AtomBonded> out(n);
   if ((!bonds || d.bonds.empty()) && (!angles || d.angles.empty())) return out;
@@ -51,12 +55,14 @@ std::vector<AtomBonded> bonded_terms(const DataFile& d, bool bonds, bool angles)
   for (std::size_t k = 0; k < n; ++k) index[d.id[k]] = k;
   if (bonds)
     for (const Bonded& b : d.bonds) {
+      if (skipped(skip_bond_types, b.type)) continue;
       const std::size_t i = index.at(b.atom[0]), j = index.at(b.atom[1]);
       out[i].bonds.push_back({b.atom[1] - 1, b.type - 1});
       out[j].bonds.push_back({b.atom[0] - 1, b.type - 1});
     }
   if (angles)
     for (const Bonded& a : d.angles) {
+      if (skipped(skip_angle_types, a.type)) continue;
       const std::array<std::int64_t, 3> ids{a.atom[0] - 1, a.atom[1] - 1, a.atom[2] - 1};
       for (int m = 0; m < 3; ++m) out[index.at(a.atom[static_cast<std::size_t>(m)])].angles.push_back({ids, a.type - 1});
     }

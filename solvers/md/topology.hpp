@@ -26,6 +26,9 @@ struct AtomBonded {
   std::vector<std::pair<std::int64_t, int>> bonds;
   std::vector<std::pair<std::array<std::int64_t, 3>, int>> angles;
 };
-std::vector<AtomBonded> bonded_terms(const DataFile& d, bool bonds, bool angles);
+// `skip_bond_types`, `skip_angle_types` (indexed by 1-based type; may be empty): types left out,
+// the constrained ones (settle.hpp).
+std::vector<AtomBonded> bonded_terms(const DataFile& d, bool bonds, bool angles, const std::vector<bool>& skip_bond_types = {},
+                                     const std::vector<bool>& skip_angle_types = {});
 
 }  // namespace cumulus::md

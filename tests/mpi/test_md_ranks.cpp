@@ -309,42 +309,57 @@ void charged_liquid_at_any_rank_count(const Exec& ex, const std::string& style) 
 }
 }  // namespace
 
-// Molecules with harmonic bonds and angles (every atom holding its terms, partners found among the
-// ghosts after each build): the same bits at any rank count with the Ewald sum, and with the kernel-built
-// list (at one rank the atoms and their topology re-sorted on the backend at every build).
-TEST_P(MdRanks, BondsAndAnglesAtAnyRankCount) {
-  CUMULUS_EXEC_OR_SKIP(ex, GetParam());
+// Molecules: `keys` make them flexible (harmonic bonds and angles) or rigid (SETTLE). Every atom
+// holds its terms, its partners found among the ghosts after each build: the same bits at any rank
+// count with the Ewald sum, and with the kernel-built list (at one rank the atoms and their
+// topology re-sorted on the backend at every build).
+namespace {
+void molecules_at_any_rank_count(const Exec& ex, const std::string& name, const std::string& keys) {
   const Comm world = Comm::world();
-  const std::string path = "/tmp/cumulus_md_molecules_np" + std::to_string(world.size()) + ".data";
+  const std::string path = "/tmp/cumulus_md_" + name + "_np" + std::to_string(world.size()) + ".data";
   if (world.is_root()) write_molecules(path);
   world.barrier();
   const std::string job = "[md]\ndata_file = \"" + path + "\"\ntemperature = 1.0\ndt = 0.002\npair_style = \"lj/cut/coul/long\"\n"
-                          "kspace_style = \"ewald\"\nkspace_tolerance = 1e-3\nspecial_lj = [0.0, 0.0, 0.0]\ncutoff = 2.5\n"
-                          "bond_style = \"harmonic\"\nangle_style = \"harmonic\"\n"
-                          "[md.pairs.oh]\ntypes = [1, 2]\nepsilon = 0.0\nsigma = 1.0\n[md.pairs.hh]\ntypes = [2, 2]\nepsilon = 0.0\nsigma = 1.0\n";
+                          "kspace_style = \"ewald\"\nkspace_tolerance = 1e-3\nspecial_lj = [0.0, 0.0, 0.0]\ncutoff = 2.5\n" + keys;
+  const std::string pairs = "[md.pairs.oh]\ntypes = [1, 2]\nepsilon = 0.0\nsigma = 1.0\n[md.pairs.hh]\ntypes = [2, 2]\nepsilon = 0.0\nsigma = 1.0\n";
   std::vector<double> thermo_distributed, thermo_serial;
-  const std::vector<double> distributed = run_md(md_config(job), world, ex, &thermo_distributed);
-  const std::string kernels = job.substr(0, job.find("[md.pairs")) + "neighbor_build = \"kernels\"\n" + job.substr(job.find("[md.pairs"));
-  const std::vector<double> by_kernels = run_md(md_config(kernels), world, ex);
+  const std::vector<double> distributed = run_md(md_config(job + pairs), world, ex, &thermo_distributed);
+  const std::vector<double> by_kernels = run_md(md_config(job + "neighbor_build = \"kernels\"\n" + pairs), world, ex);
   std::int64_t differ = 0, differ_kernels = 0;
   if (world.is_root()) {
     omp_set_num_threads(2);
-    const std::vector<double> serial = run_md(md_config(job), Comm::self(), ex, &thermo_serial);
+    const std::vector<double> serial = run_md(md_config(job + pairs), Comm::self(), ex, &thermo_serial);
     omp_set_num_threads(1);
     differ = serial == distributed ? 0 : 1;
     differ_kernels = serial == by_kernels ? 0 : 1;
     EXPECT_FALSE(serial.empty());
-    EXPECT_TRUE(thermo_serial == thermo_distributed) << "thermo output differs between " << world.size() << " ranks and 1 rank";
+    EXPECT_TRUE(thermo_serial == thermo_distributed) << name << ": thermo output differs between " << world.size() << " ranks and 1 rank";
     // A sane liquid, not a blown-up one that would agree with itself too: the temperature (the
     // first thermo value) stays near its start.
     ASSERT_FALSE(thermo_serial.empty());
-    EXPECT_GT(thermo_serial[0], 0.3);
-    EXPECT_LT(thermo_serial[0], 3.0);
+    EXPECT_GT(thermo_serial[0], 0.3) << name;
+    EXPECT_LT(thermo_serial[0], 3.0) << name;
   }
-  EXPECT_EQ(world.sum(differ), 0) << "trajectories differ between " << world.size() << " ranks and 1 rank";
-  EXPECT_EQ(world.sum(differ_kernels), 0) << "kernel-built list: trajectories differ between " << world.size() << " ranks and 1 rank";
+  EXPECT_EQ(world.sum(differ), 0) << name << ": trajectories differ between " << world.size() << " ranks and 1 rank";
+  EXPECT_EQ(world.sum(differ_kernels), 0) << name << ", kernel-built list: trajectories differ between " << world.size()
+                                          << " ranks and 1 rank";
   world.barrier();
   if (world.is_root()) std::remove(path.c_str());
+}
+}  // namespace
+
+TEST_P(MdRanks, BondsAndAnglesAtAnyRankCount) {
+  CUMULUS_EXEC_OR_SKIP(ex, GetParam());
+  molecules_at_any_rank_count(ex, "flexible", "bond_style = \"harmonic\"\nangle_style = \"harmonic\"\n");
+}
+
+// Rigid molecules (SETTLE) under a Nose-Hoover chain, whose degrees of freedom leave out the
+// constraints: positions through the reference positions and the ghosts, velocities through the
+// ghosts' velocities, the same bits at any rank count.
+TEST_P(MdRanks, RigidMoleculesAtAnyRankCount) {
+  CUMULUS_EXEC_OR_SKIP(ex, GetParam());
+  molecules_at_any_rank_count(ex, "rigid", "constrain_bonds = [1]\nconstrain_angles = [1]\nthermostat = \"nose_hoover\"\n"
+                                           "thermostat_temperature = 1.2\nnhc_damping = 0.1\n");
 }
 
 TEST_P(MdRanks, EwaldWithExclusionsAtAnyRankCount) {

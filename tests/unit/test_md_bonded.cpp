@@ -106,7 +106,7 @@ Result evaluate(const System& s, const Exec& ex) {
     nb = std::max(nb, bonds[i].size());
     na = std::max(na, angles[i].size());
   }
-  MdAtoms atoms(ex, std::vector<double>(1, 1.0), false, 0, static_cast<int>(nb), static_cast<int>(na));
+  MdAtoms atoms(ex, std::vector<double>(1, 1.0), AtomLayout{.nbond = static_cast<int>(nb), .nangle = static_cast<int>(na)});
   atoms.store.resize_owned(n);
   ParticleStore& st = atoms.store;
   for (int i = 0; i < n; ++i) {

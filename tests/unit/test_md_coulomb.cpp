@@ -167,7 +167,7 @@ struct PairResult {
 PairResult two_charges(const ForceTerm& style, const double x[2][3], double q0, double q1, bool special, ListKind kind,
                        const Exec& ex) {
   const double box[3] = {12.0, 13.0, 14.0};
-  MdAtoms atoms(ex, std::vector<double>(2, 1.0), true, 1);
+  MdAtoms atoms(ex, std::vector<double>(2, 1.0), AtomLayout{.charged = true, .nspecial = 1});
   atoms.store.resize_owned(2);
   for (int i = 0; i < 2; ++i) {
     for (int d = 0; d < 3; ++d) atoms.hx(d)[i] = x[i][d];
@@ -315,7 +315,7 @@ TEST(PairCoulLong, TabulatedLoopsGiveCoulPairsBits) {
   Exec ex;
   const double box[3] = {18.0, 18.0, 18.0};
   const int n = 432;  // a jittered 6 x 6 x 12 lattice
-  MdAtoms atoms(ex, std::vector<double>{22.99, 35.45}, true, 2);
+  MdAtoms atoms(ex, std::vector<double>{22.99, 35.45}, AtomLayout{.charged = true, .nspecial = 2});
   atoms.store.resize_owned(n);
   std::uint64_t z = 0x9E3779B97F4A7C15ull;
   auto uniform = [&z] {
