@@ -45,7 +45,6 @@ MdAtoms::MdAtoms(const Exec& ex, const std::vector<double>& masses, const AtomLa
     settle_atom = store.add({"settle_atom", "id", Scalar::i64, 3, false, true, 0});
     settle_type = store.add({"settle_type", "", Scalar::i32, 1, false, true, 1});
     reference_position = store.add({"reference_position", "sigma", Scalar::f64, 3, true, false, 0});
-    constraint_virial = store.add({"constraint_virial", "epsilon", Scalar::f64, 1, false, true, 0});
   }
   mass_ = Buffer<double>(ex.backend(), masses.size());
   memory::copy(ex, ex.backend(), mass_.data(), Backend::host, masses.data(), masses.size() * sizeof(double));

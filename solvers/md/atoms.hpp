@@ -16,8 +16,8 @@ class NeighborList;
 // The optional per-atom arrays a job needs: `charged`, the charge and the molecule id; `nspecial`,
 // columns of special partners (exclusions; 0: none); `nbond`, `nangle`, columns of bonded terms
 // (the most bonds and angles of any atom; 0: none); `settle`, the rigid-water arrays (a molecule's
-// three atoms, the reference positions of a step, the constraint virial; velocities then go to
-// ghosts too, for the velocity constraint).
+// three atoms, the reference positions of a step; velocities then go to ghosts too, for the
+// velocity constraints).
 struct AtomLayout {
   bool charged = false;
   int nspecial = 0, nbond = 0, nangle = 0;
@@ -49,9 +49,8 @@ class MdAtoms {
   // Rigid water (settle.hpp; -1 otherwise): settle_atom's three columns the ids of the atom's
   // molecule (the oxygen, then the hydrogens; -1 when the atom is in none), settle_type its
   // geometry (the angle type); reference_position the positions at the start of a step (to
-  // ghosts; not checkpointed); constraint_virial each atom's share of the constraint forces'
-  // virial at the last step (checkpointed, so that a restarted run's pressure has the same bits).
-  int settle_atom = -1, settle_type = -1, reference_position = -1, constraint_virial = -1;
+  // ghosts; not checkpointed).
+  int settle_atom = -1, settle_type = -1, reference_position = -1;
 
   int nown() const { return store.nown(); }
   int nghost() const { return store.nghost(); }

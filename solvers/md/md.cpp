@@ -118,7 +118,6 @@ class MdModel : public Model {
     rebuild(true, 0);
     if (settle_) start_rigid(s_.temperature > 0 && n_total_ > 1 && !velocities_given);
     compute_forces();
-    if (settle_) start_constraint_virial();
   }
 
   std::string describe() const override {
@@ -205,7 +204,7 @@ class MdModel : public Model {
     const double n = static_cast<double>(n_total_), V = box_.volume(), rho = n / V;
     const double ke = 0.5 * thermo_sum(ex, c, a, ThermoSum::mv2);
     double pe = thermo_sum(ex, c, a, ThermoSum::energy);
-    const double w = thermo_sum(ex, c, a, ThermoSum::virial) + (settle_ ? settle_->virial(c, *atoms_) : 0.0);
+    const double w = thermo_sum(ex, c, a, ThermoSum::virial) + (settle_ ? constraint_virial() : 0.0);
     const double dof = thermostat_->degrees_of_freedom(n) - s_.constraint_dof;
     const Units& u = s_.units;
     const double T = dof > 0 ? 2 * ke / (dof * u.boltz) : 0;
@@ -360,22 +359,25 @@ class MdModel : public Model {
     }
   }
 
-  // The constraint virial of step 0, as a step computes it: the velocity constraints after a half
-  // kick (on a copy of the velocities, which are then put back).
-  void start_constraint_virial() {
+  // The constraint forces' virial at this instant (collective; settle.hpp says why not a step's):
+  // the part that holds rotating bonds at their lengths, from the rigid velocities, plus the part
+  // that cancels the forces along the bonds, from a virtual half kick on a copy of the velocities,
+  // which are then put back. The ghosts' velocities are refreshed before each part.
+  double constraint_virial() {
     const Exec& ex = ctx_.exec;
     const std::size_t n = static_cast<std::size_t>(atoms_->nown());
     ParticleStore& st = atoms_->store;
-    std::vector<Buffer<double>> saved;
-    for (int d = 0; d < 3; ++d) {
-      saved.emplace_back(ex.backend(), std::max<std::size_t>(n, 1));
-      if (n) memory::copy(ex, ex.backend(), saved.back().data(), ex.backend(), st.device<double>(atoms_->velocity, d), n * sizeof(double));
-    }
+    domain_->forward_velocities(*atoms_, host_positions());
+    settle_->virial_part(*atoms_, view(), topology_->view(), s_.dt, 0.5 * s_.dt, false);
+    fit(ex, saved_v_, 3 * std::max<std::size_t>(n, 1));
+    for (int d = 0; d < 3; ++d)
+      if (n) memory::copy(ex, ex.backend(), saved_v_.data() + d * n, ex.backend(), st.device<double>(atoms_->velocity, d), n * sizeof(double));
     CUMULUS_KERNEL(ex, kernels, kick)(ex, view(), 0.5 * s_.dt);
     domain_->forward_velocities(*atoms_, host_positions());
-    settle_->velocities(*atoms_, view(), topology_->view(), s_.dt);
+    settle_->virial_part(*atoms_, view(), topology_->view(), s_.dt, 0.0, true);
     for (int d = 0; d < 3; ++d)
-      if (n) memory::copy(ex, ex.backend(), st.device<double>(atoms_->velocity, d), ex.backend(), saved[static_cast<std::size_t>(d)].data(), n * sizeof(double));
+      if (n) memory::copy(ex, ex.backend(), st.device<double>(atoms_->velocity, d), ex.backend(), saved_v_.data() + d * n, n * sizeof(double));
+    return settle_->sum_virial(ctx_.comm, *atoms_);
   }
 
   std::string bonded_description() const {
@@ -499,6 +501,7 @@ class MdModel : public Model {
   std::unique_ptr<BondedTopology> topology_;          // with bonded terms: their atoms' local indices
   RigidWater water_;                 // set-up only: the data file's rigid molecules
   std::unique_ptr<Settle> settle_;   // md.constrain_bonds / md.constrain_angles
+  Buffer<double> saved_v_;           // constraint_virial's copy of the velocities
   SimBox box_;
   std::unique_ptr<MdAtoms> atoms_;
   std::unique_ptr<AtomDomain> domain_;
@@ -521,7 +524,7 @@ void register_solver(SolverRegistry& r) {
   r.add(SolverEntry{"md", "molecular dynamics: Lennard-Jones atoms, charges (Ewald), Verlet lists, velocity Verlet, spatial decomposition",
                     declare_keys, check, create,
                     {"position", "velocity", "image", "id", "type", "thermostat_work", "charge", "molecule", "special", "bond_atom",
-                     "bond_type", "angle_atom", "angle_type", "settle_atom", "settle_type", "constraint_virial"}, true});
+                     "bond_type", "angle_atom", "angle_type", "settle_atom", "settle_type"}, true});
 }
 
 }  // namespace cumulus::md

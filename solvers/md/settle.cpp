@@ -187,17 +187,27 @@ void Settle::velocities(MdAtoms& atoms, const Atoms& a, const TopologyView& t, d
   const int n = atoms.nown();
   if (n == 0) return;
   for (auto& b : d_) fit(ex, b, static_cast<std::size_t>(n));
-  double* w = atoms.store.device<double>(atoms.constraint_virial);
-  CUMULUS_KERNEL(ex, settle_kernels, settle_velocity_changes)(ex, a, t, d_[0].data(), d_[1].data(), d_[2].data(), w, 2 / dt);
+  fit(ex, virial_, static_cast<std::size_t>(n));
+  CUMULUS_KERNEL(ex, settle_kernels, settle_velocity_changes)(ex, a, t, d_[0].data(), d_[1].data(), d_[2].data(),
+                                                              virial_.data(), 2 / dt, 0.0, false);
   CUMULUS_KERNEL(ex, settle_kernels, settle_apply_velocities)(ex, a, d_[0].data(), d_[1].data(), d_[2].data());
 }
 
-double Settle::virial(const Comm& comm, const MdAtoms& atoms) const {
+void Settle::virial_part(MdAtoms& atoms, const Atoms& a, const TopologyView& t, double dt, double centripetal, bool accumulate) {
+  const Exec& ex = *ex_;
+  const int n = atoms.nown();
+  if (n == 0) return;
+  for (auto& b : d_) fit(ex, b, static_cast<std::size_t>(n));
+  fit(ex, virial_, static_cast<std::size_t>(n));
+  CUMULUS_KERNEL(ex, settle_kernels, settle_velocity_changes)(ex, a, t, d_[0].data(), d_[1].data(), d_[2].data(),
+                                                              virial_.data(), 2 / dt, centripetal, accumulate);
+}
+
+double Settle::sum_virial(const Comm& comm, const MdAtoms& atoms) const {
   constexpr int kExp = -60;
   const Exec& ex = *ex_;
   ExactSum s;
-  if (atoms.nown() > 0)
-    s = CUMULUS_KERNEL(ex, settle_kernels, settle_sum)(ex, atoms.store.device<double>(atoms.constraint_virial), atoms.nown(), kExp);
+  if (atoms.nown() > 0) s = CUMULUS_KERNEL(ex, settle_kernels, settle_sum)(ex, virial_.data(), atoms.nown(), kExp);
   comm.sum_in_place(s.words(), ExactSum::kWords);
   double v = 0;
   return s.value(kExp, &v) ? v : std::numeric_limits<double>::quiet_NaN();

@@ -61,12 +61,12 @@ void settle_apply_positions(const Exec& ex, const Atoms& a, const double* dx, co
 
 // Every owned atom's velocity change under its molecule's velocity constraints, and its third of
 // the constraint forces' virial (2/dt times the impulses' virial) into virial[i] (0 outside a
-// molecule).
+// molecule; with `accumulate`, added to it). `centripetal`: settle_velocities_term's.
 void settle_velocity_changes(const Exec& ex, const Atoms& a, const TopologyView& t, double* dx, double* dy, double* dz,
-                             double* virial, double two_over_dt) {
+                             double* virial, double two_over_dt, double centripetal, bool accumulate) {
   for_each(ex, "md.settle_velocities", Box(0, 0, 0, t.nown, 1, 1), [=] CUMULUS_HD(int i, int, int) {
     dx[i] = dy[i] = dz[i] = 0;
-    virial[i] = 0;
+    if (!accumulate) virial[i] = 0;
     const int la = t.settle_atom[i];
     if (la < 0) return;
     const int lb = t.settle_atom[t.nown + i], lc = t.settle_atom[2 * t.nown + i];
@@ -84,12 +84,12 @@ void settle_velocity_changes(const Exec& ex, const Atoms& a, const TopologyView&
     ubc[1] = a.vy[lc] - a.vy[lb];
     ubc[2] = a.vz[lc] - a.vz[lb];
     const double mo = a.mass[a.type[la]], mh = a.mass[a.type[lb]];
-    const double w = settle_velocities_term(mo, mh, dab, dac, dbc, uab, uac, ubc, dvA, dvB, dvC);
+    const double w = settle_velocities_term(mo, mh, dab, dac, dbc, uab, uac, ubc, dvA, dvB, dvC, centripetal);
     const double* d = i == la ? dvA : (i == lb ? dvB : dvC);
     dx[i] = d[0];
     dy[i] = d[1];
     dz[i] = d[2];
-    virial[i] = w * two_over_dt * (1.0 / 3);
+    virial[i] += w * two_over_dt * (1.0 / 3);
   });
 }
 

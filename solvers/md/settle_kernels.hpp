@@ -99,10 +99,14 @@ CUMULUS_HD inline bool settle_positions_term(const SettleGeometry& g, double mo,
 // velocity along any of them, the 3 x 3 linear system solved by Cramer's rule. d: the bond vectors
 // (H1 - O, H2 - O, H2 - H1) at the end of the step; u: the relative velocities along the same
 // pairs; mo, mh the masses. Writes each atom's velocity change and returns sum tau_k |d_k| (the
-// impulses' virial; times 2/dt, the constraint forces').
+// impulses' virial; times 2/dt, the constraint forces'). `centripetal` (0 in a step) adds
+// centripetal * |u_k|^2 / |d_k| to each bond's relative velocity to be removed: with dt/2 and the
+// velocities of a rigid molecule, the part of the constraint forces that holds a rotating bond's
+// length (a step's velocity constraints get it from the chord of the step's positions).
 CUMULUS_HD inline double settle_velocities_term(double mo, double mh, const double dab[3], const double dac[3],
                                                const double dbc[3], const double uab[3], const double uac[3],
-                                               const double ubc[3], double dvA[3], double dvB[3], double dvC[3]) {
+                                               const double ubc[3], double dvA[3], double dvB[3], double dvC[3],
+                                               double centripetal = 0) {
   using namespace settle_detail;
   const double lab = sqrt(dot(dab, dab)), lac = sqrt(dot(dac, dac)), lbc = sqrt(dot(dbc, dbc));
   double eab[3], eac[3], ebc[3];
@@ -116,7 +120,9 @@ CUMULUS_HD inline double settle_velocities_term(double mo, double mh, const doub
   // M tau = r, M symmetric.
   const double m11 = io + ih, m12 = cab_ac * io, m13 = -cab_bc * ih;
   const double m22 = io + ih, m23 = cac_bc * ih, m33 = 2 * ih;
-  const double r1 = -dot(eab, uab), r2 = -dot(eac, uac), r3 = -dot(ebc, ubc);
+  const double r1 = -dot(eab, uab) - centripetal * dot(uab, uab) / lab;
+  const double r2 = -dot(eac, uac) - centripetal * dot(uac, uac) / lac;
+  const double r3 = -dot(ebc, ubc) - centripetal * dot(ubc, ubc) / lbc;
   const double c11 = m22 * m33 - m23 * m23, c12 = m13 * m23 - m12 * m33, c13 = m12 * m23 - m13 * m22;
   const double det = m11 * c11 + m12 * c12 + m13 * c13;
   const double c22 = m11 * m33 - m13 * m13, c23 = m12 * m13 - m11 * m23, c33 = m11 * m22 - m12 * m12;
@@ -138,7 +144,7 @@ CUMULUS_HD inline double settle_velocities_term(double mo, double mh, const doub
   void settle_apply_positions(const Exec& ex, const Atoms& a, const double* dx, const double* dy, const double* dz, \
                               double inv_dt);                                                                     \
   void settle_velocity_changes(const Exec& ex, const Atoms& a, const TopologyView& t, double* dx, double* dy,       \
-                               double* dz, double* virial, double two_over_dt);                                   \
+                               double* dz, double* virial, double two_over_dt, double centripetal, bool accumulate); \
   void settle_apply_velocities(const Exec& ex, const Atoms& a, const double* dx, const double* dy, const double* dz); \
   ExactSum settle_sum(const Exec& ex, const double* v, int n, int e);
 CUMULUS_DECLARE_KERNEL_PASSES(settle_kernels, CUMULUS_SETTLE_KERNELS)
