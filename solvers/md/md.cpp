@@ -22,6 +22,8 @@
 #include "core/timers.hpp"
 #include "mesh/decomposition.hpp"
 #include "solvers/md/atoms.hpp"
+#include "solvers/md/barostat.hpp"
+#include "solvers/md/barostat_kernels.hpp"
 #include "solvers/md/bonded.hpp"
 #include "solvers/md/data_file.hpp"
 #include "solvers/md/domain.hpp"
@@ -111,6 +113,7 @@ class MdModel : public Model {
     list_->keep_host_copy(s_.rdf_every > 0);
     kernel_build_ = kernel_build;
     thermostat_ = make_thermostat(s_, n_total_);
+    barostat_ = make_barostat(cfg_, s_);
     if (s_.rdf_every > 0) rdf_ = std::make_unique<Rdf>(s_.rdf_every, s_.rdf_bins, s_.rdf_range);
     tctx_.ex = &ctx_.exec;
     tctx_.atoms = [this] { return view(); };
@@ -172,13 +175,15 @@ class MdModel : public Model {
       settle_->positions(ctx_.comm, *atoms_, view(), topology_->view(), dt, step, true);
       domain_->forward_positions(*atoms_, host_positions());
     }
-    compute_forces(false);
+    const bool rescale = barostat_ && barostat_->due(step);
+    compute_forces(rescale);  // with energies where the barostat needs the pressure
     CUMULUS_KERNEL(ex, kernels, kick)(ex, view(), 0.5 * dt);
     if (settle_) {  // no relative velocity along the bonds (the ghosts' velocities current first)
       domain_->forward_velocities(*atoms_, host_positions());
       settle_->velocities(*atoms_, view(), topology_->view(), dt);
     }
     thermostat_->end_step(tctx_, dt);
+    if (rescale) rescale_box(step);
     if (rdf_ && rdf_->due(step)) rdf_->sample(ex, *atoms_, *list_, box_.lengths());
   }
 
@@ -204,18 +209,10 @@ class MdModel : public Model {
     const double n = static_cast<double>(n_total_), V = box_.volume(), rho = n / V;
     const double ke = 0.5 * thermo_sum(ex, c, a, ThermoSum::mv2);
     double pe = thermo_sum(ex, c, a, ThermoSum::energy);
-    const double w = thermo_sum(ex, c, a, ThermoSum::virial) + (settle_ ? constraint_virial() : 0.0);
-    const double dof = thermostat_->degrees_of_freedom(n) - s_.constraint_dof;
-    const Units& u = s_.units;
-    const double T = dof > 0 ? 2 * ke / (dof * u.boltz) : 0;
-    double p_virial = w / (3 * V);
-    const auto [e_tail, p_tail] = pair_->tail(type_counts_, V);
+    const Thermo th = measure();
+    const double T = th.temperature, p = th.pressure, p_virial = th.virial_pressure, e_tail = th.e_tail;
     pe += e_tail;
-    p_virial += p_tail;
-    // Pressure in the units' pressure (atm for real: nktv2p), as LAMMPS prints it.
-    const double p = u.nktv2p * (dof * u.boltz * T / (3 * V) + p_virial);
-    p_virial *= u.nktv2p;
-    const double work = thermo_sum(ex, c, a, ThermoSum::work) + thermostat_->energy();
+    const double work = thermo_sum(ex, c, a, ThermoSum::work) + thermostat_->energy() + (barostat_ ? barostat_->energy(V) : 0.0);
     if (rdf_) rdf_->write(c, ctx_.run_dir, n_total_, rho);
     std::vector<std::pair<std::string, double>> rows = {{"temperature", T},
             {"pe_per_atom", pe / n},
@@ -235,7 +232,82 @@ class MdModel : public Model {
       for (const auto& t : kspace_->energy_terms()) rows.push_back(t);
     for (const auto& b : bonded_) rows.push_back({b->energy_name(), b->energy(ex, c, a, topology_->view())});
     if (pair_->coulomb()) rows.push_back({"e_tail", e_tail});
+    if (barostat_) {
+      rows.push_back({"volume", V});
+      // Mass density: g/cm^3 in real units (g/mol over Avogadro's number, A^3 = 1e-24 cm^3),
+      // mass / sigma^3 in lj units.
+      const double density = total_mass_ / V * (s_.units.name == "real" ? 1.0 / 0.602214076 : 1.0);
+      rows.push_back({"density", density});
+    }
     return rows;
+  }
+
+  // The instantaneous temperature, pressure (kinetic, every virial, the constraint forces' and the
+  // tail's, in the units' pressure) and energies, from forces computed with energies. Collective.
+  struct Thermo {
+    double temperature = 0, pressure = 0, virial_pressure = 0, ke = 0, pe = 0, e_tail = 0;
+  };
+  Thermo measure() {
+    const Comm& c = ctx_.comm;
+    const Exec& ex = ctx_.exec;
+    const Atoms a = view();
+    const double n = static_cast<double>(n_total_), V = box_.volume();
+    Thermo t;
+    t.ke = 0.5 * thermo_sum(ex, c, a, ThermoSum::mv2);
+    t.pe = thermo_sum(ex, c, a, ThermoSum::energy);
+    const double w = thermo_sum(ex, c, a, ThermoSum::virial) + (settle_ ? constraint_virial() : 0.0);
+    const double dof = thermostat_->degrees_of_freedom(n) - s_.constraint_dof;
+    const Units& u = s_.units;
+    t.temperature = dof > 0 ? 2 * t.ke / (dof * u.boltz) : 0;
+    double p_virial = w / (3 * V);
+    const auto [e_tail, p_tail] = pair_->tail(type_counts_, V);
+    t.e_tail = e_tail;
+    t.pe += e_tail;
+    p_virial += p_tail;
+    // Pressure in the units' pressure (atm for real: nktv2p), as LAMMPS prints it.
+    t.pressure = u.nktv2p * (dof * u.boltz * t.temperature / (3 * V) + p_virial);
+    t.virial_pressure = p_virial * u.nktv2p;
+    return t;
+  }
+
+  // The barostat's rescaling at the end of step `step` (barostat.hpp): the pressure from this
+  // step's forces (computed with energies), the box and the atoms scaled, the decomposition and
+  // list rebuilt for the new box, the forces computed anew; the change of E + P0 V is the
+  // barostat's work.
+  void rescale_box(std::int64_t step) {
+    const Exec& ex = ctx_.exec;
+    const Thermo before = measure();
+    const double V0 = box_.volume();
+    const double mu = barostat_->scale(before.pressure, V0, step);
+    const double reach = s_.cutoff + s_.skin;
+    std::array<double, 3> L{};
+    for (int d = 0; d < 3; ++d) {
+      L[static_cast<std::size_t>(d)] = mu * box_.length(d);
+      if (L[static_cast<std::size_t>(d)] < 2 * reach)
+        throw Error(strprintf("md: the barostat shrank the box to %g along axis %d at step %lld, less than twice the cutoff + "
+                              "skin (%g): the pressure collapsed (a wrong md.pressure or md.compressibility?)",
+                              L[static_cast<std::size_t>(d)], d, static_cast<long long>(step), 2 * reach),
+                    ExitCode::blow_up);
+    }
+    const int n = atoms_->nown();
+    for (auto& b : shift_) fit(ex, b, static_cast<std::size_t>(std::max(n, 1)));
+    const TopologyView t = topology_ ? topology_->view() : TopologyView{};
+    if (n > 0) {
+      CUMULUS_KERNEL(ex, barostat_kernels, rescale_shifts)(ex, view(), t, mu, shift_[0].data(), shift_[1].data(), shift_[2].data());
+      CUMULUS_KERNEL(ex, barostat_kernels, rescale_apply)(ex, view(), shift_[0].data(), shift_[1].data(), shift_[2].data(), 1 / mu,
+                                                          L.data());
+    }
+    set_box(L);
+    rebuild(false, step);
+    compute_forces(true);
+    const Thermo after = measure();
+    barostat_->add_work(after.pe + after.ke - before.pe - before.ke, box_.volume() - V0);
+  }
+
+  // A new box: the decomposition's geometry made anew (the k-space terms follow the atoms' view).
+  void set_box(const std::array<double, 3>& L) {
+    box_.set_lengths(L);
+    domain_ = std::make_unique<AtomDomain>(ctx_.comm, ctx_.exec, decomp_, box_.lengths(), s_.cutoff + s_.skin);
   }
 
   StateDescription state() override {
@@ -245,6 +317,7 @@ class MdModel : public Model {
     const Index3& dims = decomp_.dims();
     s.decomposition = {dims[0], dims[1], dims[2]};
     thermostat_->describe_state(s, ctx_.comm.rank());
+    if (barostat_) barostat_->describe_state(s, ctx_.comm.rank(), box_.lengths());
     return s;
   }
 
@@ -264,6 +337,7 @@ class MdModel : public Model {
     std::vector<std::size_t> rows;  // the data file's row of each kept atom
     auto keep = [&](std::int64_t id, int type, const double p[3], const int im[3], const double* vel) {
       type_counts_[static_cast<std::size_t>(type)] += 1;
+      total_mass_ += s_.masses[static_cast<std::size_t>(type)];
       if (domain_->owner_of(p) != ctx_.comm.rank()) return false;
       for (int d = 0; d < 3; ++d) {
         x[d].push_back(p[d]);
@@ -409,6 +483,10 @@ class MdModel : public Model {
   void refresh() {
     stale_ = false;
     thermostat_->restored(ctx_.comm);
+    if (barostat_) {
+      const std::array<double, 3> L = barostat_->restored(ctx_.comm);
+      if (L[0] > 0) set_box(L);
+    }
     rebuild(true, 0);
     compute_forces();
   }
@@ -507,9 +585,12 @@ class MdModel : public Model {
   std::unique_ptr<AtomDomain> domain_;
   std::unique_ptr<NeighborList> list_;
   std::unique_ptr<Thermostat> thermostat_;
+  std::unique_ptr<Barostat> barostat_;  // md.barostat (null: constant volume)
+  Buffer<double> shift_[3];             // the barostat's per-atom shifts
   std::unique_ptr<Rdf> rdf_;
   ThermostatContext tctx_;
   std::vector<double> type_counts_;  // atoms of each type (global)
+  double total_mass_ = 0;            // of every atom (the units' mass): the density row
   std::int64_t n_total_ = 0;
   long dangerous_ = 0;
   bool overdue_ = false;  // an atom moved more than half the skin since the last build

@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "core/memory.hpp"
 #include "core/strings.hpp"
+#include "solvers/md/barostat.hpp"
 #include "solvers/md/bonded.hpp"
 #include "solvers/md/lattice.hpp"
 #include "solvers/md/force.hpp"
@@ -149,6 +150,7 @@ void declare_keys(Schema& s) {
   declare_kspace_keys(s);
   declare_bonded_keys(s);
   declare_settle_keys(s);
+  declare_barostat_keys(s);
   s.key("md.thermostat_temperature", ValueType::real, "Bath temperature of the thermostat (-1: md.temperature)")
       .def(-1.0)
       .at_least(-1);
@@ -288,6 +290,7 @@ void check(const Config& job, int nranks) {
   }
   check_bonded(cfg, from_file ? &data : nullptr, L, s.cutoff + s.skin);
   rigid_water(cfg, from_file ? &data : nullptr);
+  check_barostat(cfg, L, s.cutoff + s.skin);
   if (natoms > 2e9) cfg.fail("md.cells", strprintf("%.3g atoms is more than cumulus indexes (2^31)", natoms));
   {
     // Memory per rank, an estimate made before anything is allocated: each atom (owned or ghost)

@@ -58,8 +58,10 @@ with open(os.path.join(d, "nhc.toml"), "w") as f:
 
 
 def by_id(run_dir, name):
-    ids = array(os.path.join(d, run_dir, ck % 80), "id").ravel()
     a = array(os.path.join(d, run_dir, ck % 80), name)
+    if name in ("barostat_state", "thermostat_chain"):  # global numbers, not per atom
+        return a
+    ids = array(os.path.join(d, run_dir, ck % 80), "id").ravel()
     return a.reshape(a.shape[0], -1)[:, ids.argsort()]
 
 
@@ -283,12 +285,19 @@ format = "none"
 """)
 # The same molecules rigid (SETTLE; bonds and angles then no force terms): the molecules' atoms come
 # back with the atoms.
+# And at constant pressure (C-rescale: the box and the barostat's work come back from the
+# checkpoint, the decomposition is made for that box).
+NPT = ["--set", "md.thermostat=langevin", "--set", "md.thermostat_temperature=1.2", "--set", "md.langevin_damping=0.5",
+       "--set", "md.barostat=c_rescale", "--set", "md.pressure=2.0", "--set", "md.compressibility=0.05", "--set",
+       "md.barostat_damping=0.1"]
 RIGID = ["--set", "md.bond_style=none", "--set", "md.angle_style=none", "--set", "md.constrain_bonds=[1]",
          "--set", "md.constrain_angles=[1]"]
 for label, extra, fields in (("molecules", [], ("position", "velocity", "image", "bond_atom", "bond_type", "angle_atom",
                                                   "angle_type")),
-                             ("rigid molecules", RIGID, ("position", "velocity", "image", "settle_atom", "settle_type"))):
-    tag = "mol" if not extra else "rig"
+                             ("rigid molecules", RIGID, ("position", "velocity", "image", "settle_atom", "settle_type")),
+                             ("rigid molecules at constant pressure", RIGID + NPT, ("position", "velocity", "image",
+                                                                                     "barostat_state"))):
+    tag = "mol" if not extra else ("rig" if extra == RIGID else "npt")
     rc, out = run(["run", "molecules.toml", "--set", f"run.directory=ref_{tag}"] + extra, d)
     r.check(rc == 0, f"{label}: reference run", out)
     for first, second in ((1, 1), (2, 3)):

@@ -362,6 +362,15 @@ TEST_P(MdRanks, RigidMoleculesAtAnyRankCount) {
                                            "thermostat_temperature = 1.2\nnhc_damping = 0.1\n");
 }
 
+// The same at constant pressure (C-rescale every 10 steps: the rigid molecules scaled about their
+// centres, the decomposition made anew for each box, the atoms migrating to their new owners).
+TEST_P(MdRanks, RigidMoleculesAtConstantPressureAtAnyRankCount) {
+  CUMULUS_EXEC_OR_SKIP(ex, GetParam());
+  molecules_at_any_rank_count(ex, "npt", "constrain_bonds = [1]\nconstrain_angles = [1]\nthermostat = \"langevin\"\n"
+                                         "thermostat_temperature = 1.2\nlangevin_damping = 0.5\nbarostat = \"c_rescale\"\n"
+                                         "pressure = 2.0\ncompressibility = 0.05\nbarostat_damping = 0.1\n");
+}
+
 TEST_P(MdRanks, EwaldWithExclusionsAtAnyRankCount) {
   CUMULUS_EXEC_OR_SKIP(ex, GetParam());
   charged_liquid_at_any_rank_count(ex, "ewald");
