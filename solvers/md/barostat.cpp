@@ -25,8 +25,9 @@ void declare_barostat_keys(Schema& s) {
   s.key("md.barostat_damping", ValueType::real, "Barostat: the relaxation time tau_p of the volume (fs in real units)")
       .def(2000.0)
       .positive();
-  s.key("md.barostat_every", ValueType::integer, "Barostat: steps between rescalings (GROMACS's nstpcouple)")
-      .def(std::int64_t{10})
+  s.key("md.barostat_every", ValueType::integer,
+        "Barostat: steps between rescalings (GROMACS's nstpcouple); each costs one more force call")
+      .def(std::int64_t{25})
       .at_least(1);
 }
 

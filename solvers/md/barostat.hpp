@@ -8,9 +8,11 @@
 // relaxation time (md.barostat_damping), dt_p = md.barostat_every dt, kT the thermostat's
 // temperature and xi a normal number keyed by (md.seed, step): the same on every rank and after a
 // restart. Positions scale by mu = exp(d eps / 3) (a rigid molecule's centre of mass, so that it
-// stays rigid; every other atom itself), velocities by 1 / mu, the box by mu. The model then
-// rebuilds the decomposition for the new box and computes the forces anew, so that the next step
-// starts from forces of the positions it has (one more force call per barostat step).
+// stays rigid; every other atom itself), velocities by 1 / mu, the box by mu. The model then sends
+// the ghosts their new positions and computes the forces anew, so that the next step starts from
+// forces of the positions it has (one more force call per barostat step); the Verlet list stays,
+// the box's change counted in its checks, and the decomposition is made for the new box at the
+// next build.
 //
 // The ensemble is NPT with a thermostat (one is required). The conserved quantity of the thermo
 // rows gains P0 V minus the energy the barostat has put in (the change of E + P0 V at each

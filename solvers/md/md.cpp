@@ -160,7 +160,10 @@ class MdModel : public Model {
     // been missed): counted and reported, as LAMMPS does.
     const double half_skin = 0.5 * s_.skin;
     const double moved = ctx_.comm.max(CUMULUS_KERNEL(ex, kernels, max_displacement2)(ex, view()));
-    const bool far = moved > half_skin * half_skin;
+    // A barostat's box changes since the build count as displacement too: a pair across the
+    // boundary moves by the change of the box length beyond its atoms' own displacements.
+    const double allowed = std::max(half_skin - box_drift_, 0.0);
+    const bool far = moved > allowed * allowed;
     const std::int64_t step = std::llround((time + dt) / dt);
     const bool due = step % s_.neighbor_every == 0;
     if (due && (far || !s_.neighbor_check)) {
@@ -271,9 +274,8 @@ class MdModel : public Model {
   }
 
   // The barostat's rescaling at the end of step `step` (barostat.hpp): the pressure from this
-  // step's forces (computed with energies), the box and the atoms scaled, the decomposition and
-  // list rebuilt for the new box, the forces computed anew; the change of E + P0 V is the
-  // barostat's work.
+  // step's forces (computed with energies), the box and the atoms scaled, the ghosts' positions
+  // sent, the forces computed anew; the change of E + P0 V is the barostat's work.
   void rescale_box(std::int64_t step) {
     const Exec& ex = ctx_.exec;
     const Thermo before = measure();
@@ -297,17 +299,23 @@ class MdModel : public Model {
       CUMULUS_KERNEL(ex, barostat_kernels, rescale_apply)(ex, view(), shift_[0].data(), shift_[1].data(), shift_[2].data(), 1 / mu,
                                                           L.data());
     }
-    set_box(L);
-    rebuild(false, step);
+    // The list stays (every atom moved by far less than the skin; the box's change is counted in the
+    // next list checks); the decomposition's geometry is made for the new box at the next build.
+    for (int d = 0; d < 3; ++d) box_drift_ += std::fabs(L[static_cast<std::size_t>(d)] - box_.length(d));
+    box_.set_lengths(L);
+    domain_stale_ = true;
+    domain_->forward_positions(*atoms_, host_positions());
     compute_forces(true);
     const Thermo after = measure();
     barostat_->add_work(after.pe + after.ke - before.pe - before.ke, box_.volume() - V0);
   }
 
-  // A new box: the decomposition's geometry made anew (the k-space terms follow the atoms' view).
+  // A new box (a restart's): the decomposition's geometry made anew (the k-space terms follow the
+  // atoms' view).
   void set_box(const std::array<double, 3>& L) {
     box_.set_lengths(L);
     domain_ = std::make_unique<AtomDomain>(ctx_.comm, ctx_.exec, decomp_, box_.lengths(), s_.cutoff + s_.skin);
+    domain_stale_ = false;
   }
 
   StateDescription state() override {
@@ -544,6 +552,8 @@ class MdModel : public Model {
   // and no ghost: the build alone.
   void rebuild(bool from_host, std::int64_t step) {
     ScopedTimer timer("md.neighbor_build");
+    if (domain_stale_) set_box({box_.length(0), box_.length(1), box_.length(2)});
+    box_drift_ = 0;
     const double rl = s_.cutoff + s_.skin;
     if (!(list_->resident() && !from_host)) {
       ParticleStore& st = atoms_->store;
@@ -587,6 +597,8 @@ class MdModel : public Model {
   std::unique_ptr<Thermostat> thermostat_;
   std::unique_ptr<Barostat> barostat_;  // md.barostat (null: constant volume)
   Buffer<double> shift_[3];             // the barostat's per-atom shifts
+  double box_drift_ = 0;                // the box lengths' changes since the last list build
+  bool domain_stale_ = false;           // the box changed since the decomposition's geometry was made
   std::unique_ptr<Rdf> rdf_;
   ThermostatContext tctx_;
   std::vector<double> type_counts_;  // atoms of each type (global)

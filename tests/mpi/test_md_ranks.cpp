@@ -368,7 +368,7 @@ TEST_P(MdRanks, RigidMoleculesAtConstantPressureAtAnyRankCount) {
   CUMULUS_EXEC_OR_SKIP(ex, GetParam());
   molecules_at_any_rank_count(ex, "npt", "constrain_bonds = [1]\nconstrain_angles = [1]\nthermostat = \"langevin\"\n"
                                          "thermostat_temperature = 1.2\nlangevin_damping = 0.5\nbarostat = \"c_rescale\"\n"
-                                         "pressure = 2.0\ncompressibility = 0.05\nbarostat_damping = 0.1\n");
+                                         "pressure = 2.0\ncompressibility = 0.05\nbarostat_damping = 0.1\nbarostat_every = 10\n");
 }
 
 TEST_P(MdRanks, EwaldWithExclusionsAtAnyRankCount) {
