@@ -15,6 +15,7 @@
 #include "core/strings.hpp"
 #include "cumulus/version.hpp"
 #include "io/hdf5_file.hpp"
+#include "io/run_directory.hpp"
 
 namespace cumulus {
 
@@ -68,6 +69,61 @@ H5mdWriter::H5mdWriter(const std::string& run_dir, const Comm& comm, double resu
     : path_(run_dir + "/trajectory.h5md"), comm_(comm), resume_time_(resume_time) {}
 
 H5mdWriter::~H5mdWriter() = default;
+
+// trajectory.xmf (h5md.hpp): every frame of the file, read back from its time dataset.
+void H5mdWriter::write_xdmf(std::int64_t f, unsigned long long N) {
+  const hsize_t frames = file_->frames;
+  std::vector<double> times(frames);
+  {
+    h5::Handle d(check_id(H5Dopen2(f, "/particles/all/position/time", H5P_DEFAULT), path_, "open time"), H5Dclose);
+    if (frames > 0) check(H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, times.data()), path_, "read time");
+  }
+  hsize_t M = 0;
+  if (H5Lexists(f, "/connectivity", H5P_DEFAULT) > 0 && H5Lexists(f, "/connectivity/bonds", H5P_DEFAULT) > 0) {
+    h5::Handle d(check_id(H5Dopen2(f, "/connectivity/bonds", H5P_DEFAULT), path_, "open bonds"), H5Dclose);
+    h5::Handle sp(H5Dget_space(d), H5Sclose);
+    hsize_t dims[2] = {0, 0};
+    H5Sget_simple_extent_dims(sp, dims, nullptr);
+    M = dims[0];
+  }
+  const std::string h5 = std::filesystem::path(path_).filename().string();
+  const unsigned long long n = N, m = M, nf = frames;
+  auto slab = [&](const char* dataset, hsize_t frame, const char* type, int precision) {
+    return strprintf("      <DataItem ItemType=\"HyperSlab\" Dimensions=\"%llu 3\" Type=\"HyperSlab\">\n"
+                     "       <DataItem Dimensions=\"3 3\" NumberType=\"UInt\" Precision=\"8\" Format=\"XML\">%llu 0 0 1 1 1 1 %llu 3"
+                     "</DataItem>\n"
+                     "       <DataItem Dimensions=\"%llu %llu 3\" NumberType=\"%s\" Precision=\"%d\" Format=\"HDF\">%s:%s"
+                     "</DataItem>\n      </DataItem>\n",
+                     n, static_cast<unsigned long long>(frame), n, nf, n, type, precision, h5.c_str(), dataset);
+  };
+  std::string x = "<?xml version=\"1.0\" ?>\n<Xdmf Version=\"3.0\">\n <Domain>\n  <Grid Name=\"trajectory\" GridType=\"Collection\" "
+                  "CollectionType=\"Temporal\">\n";
+  for (hsize_t k = 0; k < frames; ++k) {
+    x += strprintf("   <Grid Name=\"frame\" GridType=\"Collection\" CollectionType=\"Spatial\">\n    <Time Value=\"%.17g\"/>\n",
+                   times[k]);
+    for (int part = 0; part < (M > 0 ? 2 : 1); ++part) {
+      x += strprintf("    <Grid Name=\"%s\" GridType=\"Uniform\">\n", part == 0 ? "atoms" : "bonds");
+      if (part == 0)
+        x += strprintf("     <Topology TopologyType=\"Polyvertex\" NumberOfElements=\"%llu\" NodesPerElement=\"1\"/>\n", n);
+      else
+        x += strprintf("     <Topology TopologyType=\"Polyline\" NumberOfElements=\"%llu\" NodesPerElement=\"2\">\n"
+                       "      <DataItem Dimensions=\"%llu 2\" NumberType=\"Int\" Precision=\"8\" Format=\"HDF\">%s:/connectivity/bonds"
+                       "</DataItem>\n     </Topology>\n",
+                       m, m, h5.c_str());
+      x += "     <Geometry GeometryType=\"XYZ\">\n" + slab("/particles/all/position/value", k, "Float", 8) + "     </Geometry>\n";
+      x += strprintf("     <Attribute Name=\"species\" AttributeType=\"Scalar\" Center=\"Node\">\n"
+                     "      <DataItem Dimensions=\"%llu\" NumberType=\"Int\" Precision=\"4\" Format=\"HDF\">%s:/particles/all/species"
+                     "</DataItem>\n     </Attribute>\n",
+                     n, h5.c_str());
+      x += "     <Attribute Name=\"velocity\" AttributeType=\"Vector\" Center=\"Node\">\n" +
+           slab("/particles/all/velocity/value", k, "Float", 8) + "     </Attribute>\n";
+      x += "    </Grid>\n";
+    }
+    x += "   </Grid>\n";
+  }
+  x += "  </Grid>\n </Domain>\n</Xdmf>\n";
+  write_file_atomic(std::filesystem::path(path_).replace_extension(".xmf").string(), x);
+}
 
 void H5mdWriter::write(long step, double time, const StateDescription& state) {
   // This rank's particles: id, then the elements, each as (particle, component).
@@ -218,6 +274,28 @@ void H5mdWriter::write(long step, double time, const StateDescription& state) {
             h5::Handle d = h5::create_dataset(grp, "id", H5T_NATIVE_INT64, {std::max<hsize_t>(N, 1)});
             if (N > 0) check(H5Dwrite(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, idv.data()), path_, "write id");
           }
+          if (!state.connectivity.empty()) {
+            // Bonds as particle indices in the frames' (ascending id) order.
+            const std::size_t M = state.connectivity.size() / 2;
+            std::vector<std::int64_t> pairs(2 * M);
+            for (std::size_t k = 0; k < 2 * M; ++k) {
+              const auto it = std::lower_bound(idv.begin(), idv.end(), state.connectivity[k]);
+              if (it == idv.end() || *it != state.connectivity[k])
+                throw Error(strprintf("H5MD trajectory %s: a bond names particle id %lld, which is not in the state", path_.c_str(),
+                                      static_cast<long long>(state.connectivity[k])));
+              pairs[k] = it - idv.begin();
+            }
+            h5::Handle cg = h5::create_group(file_->file, "connectivity");
+            h5::Handle d = h5::create_dataset(cg, "bonds", H5T_NATIVE_INT64, {static_cast<hsize_t>(M), 2});
+            check(H5Dwrite(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, pairs.data()), path_, "write connectivity");
+            hobj_ref_t ref;
+            check(H5Rcreate(&ref, file_->file, "/particles/all", H5R_OBJECT, -1), path_, "reference particles");
+            h5::Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+            h5::Handle attr(check_id(H5Acreate2(d, "particles_group", H5T_STD_REF_OBJ, space, H5P_DEFAULT, H5P_DEFAULT), path_,
+                                     "particles_group"),
+                            H5Aclose);
+            check(H5Awrite(attr, H5T_STD_REF_OBJ, &ref), path_, "write particles_group");
+          }
           for (const Element& e : kElements) {
             h5::Handle g = h5::create_group(grp, e.name);
             const hsize_t dims[3] = {0, N, 3}, maxdims[3] = {H5S_UNLIMITED, N, 3};
@@ -297,6 +375,7 @@ void H5mdWriter::write(long step, double time, const StateDescription& state) {
       }
       file_->frames = t + 1;
       check(H5Fflush(f, H5F_SCOPE_GLOBAL), path_, "flush");
+      write_xdmf(f, N);
     } catch (const std::exception& e) {
       failure = e.what();
     }

@@ -9,11 +9,21 @@
 //   /particles/all/image        likewise (int32: box crossings, so position + image * edges unwraps)
 //   /particles/all/species      [N] (int32 atom types, 1-based; fixed)
 //   /particles/all/id           [N] (int32 atom ids, 0-based; fixed)
+//   /connectivity/bonds         [M, 2] (int64 particle indices, in the frames' order; attribute
+//                               particles_group: a reference to /particles/all), when the state
+//                               has bonds (StateDescription::connectivity)
+//
+// Beside it, trajectory.xmf: an XDMF description of the same datasets, rewritten after every frame
+// (under a temporary name renamed into place), so that ParaView, which has no H5MD reader, opens
+// the trajectory: per frame the atoms as vertices (species, velocity) and, with bonds, the bonds as
+// two-point lines. Positions are the wrapped ones: a bond across the boundary is drawn across the
+// box.
 //
 // Particles are in ascending id order in every frame, whatever rank owns them: rank 0 gathers the
 // frame and writes it (the whole frame passes through its memory) and flushes the file. A restart
 // drops the frames after its time; a frame at a time already in the file replaces those at or after
 // it. A file a killed run left unreadable is renamed *.damaged and a new one started (logged).
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -35,6 +45,7 @@ class H5mdWriter {
 
  private:
   struct File;
+  void write_xdmf(std::int64_t file, unsigned long long natoms);  // hid_t, hsize_t
   std::string path_;
   Comm comm_;
   double resume_time_;

@@ -95,6 +95,9 @@ struct StateDescription {
   GridGeometry geometry;
   std::vector<GridArray> arrays;
   std::vector<std::int64_t> decomposition;  // ranks along x, y, z (recorded in checkpoints)
+  // Particle states: the bonds between particles as pairs of particle ids (flattened; rank 0 holds
+  // them, the other ranks none), for trajectories that draw molecules (H5MD's /connectivity).
+  std::vector<std::int64_t> connectivity;
 
   // The part checkpoints hold and restarts restore: the arrays marked in_checkpoint (derived output
   // fields such as a velocity computed from populations are left out).

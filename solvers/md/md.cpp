@@ -99,6 +99,12 @@ class MdModel : public Model {
     type_counts_.assign(static_cast<std::size_t>(s_.ntypes), 0.0);
     place_atoms(from_file);
     const bool velocities_given = from_file && data_.has_velocities;
+    // The bonds for trajectories that draw molecules (rank 0 writes them).
+    if (ctx_.comm.rank() == 0)
+      for (const Bonded& b : data_.bonds) {
+        bonds_out_.push_back(b.atom[0] - 1);
+        bonds_out_.push_back(b.atom[1] - 1);
+      }
     data_ = DataFile{};  // not needed any more
     special_.clear();
     atom_bonded_.clear();
@@ -326,6 +332,7 @@ class MdModel : public Model {
     s.decomposition = {dims[0], dims[1], dims[2]};
     thermostat_->describe_state(s, ctx_.comm.rank());
     if (barostat_) barostat_->describe_state(s, ctx_.comm.rank(), box_.lengths());
+    s.connectivity = bonds_out_;
     return s;
   }
 
@@ -588,6 +595,7 @@ class MdModel : public Model {
   std::vector<std::unique_ptr<BondedTerm>> bonded_;  // md.bond_style, md.angle_style
   std::unique_ptr<BondedTopology> topology_;          // with bonded terms: their atoms' local indices
   RigidWater water_;                 // set-up only: the data file's rigid molecules
+  std::vector<std::int64_t> bonds_out_;  // rank 0: the data file's bonds as id pairs (trajectories)
   std::unique_ptr<Settle> settle_;   // md.constrain_bonds / md.constrain_angles
   Buffer<double> saved_v_;           // constraint_virial's copy of the velocities
   SimBox box_;

@@ -73,11 +73,11 @@ def write_data(path, title, box, masses, atoms, bonds=(), angles=(), style="char
             f.write("\nAngles\n\n" + "".join(f"{k + 1} 1 {a} {b} {c}\n" for k, (a, b, c) in enumerate(angles)))
 
 
-def run_cumulus(binary, d, data, keys, steps=1, np=1, every=1):
+def run_cumulus(binary, d, data, keys, steps=1, np=1, every=1, extra=""):
     os.makedirs(d, exist_ok=True)
     job = os.path.join(d, "job.toml")
     text = (f'solver = "md"\n[run]\nend_step = {steps}\nprogress_seconds = 600\ndirectory = "{d}/run"\n'
-            f'[diagnostics]\nevery_steps = {every}\n[output]\nformat = "none"\n[md]\ndata_file = "{data}"\n')
+            f'[diagnostics]\nevery_steps = {every}\n[output]\nformat = "none"\n{extra}[md]\ndata_file = "{data}"\n')
     for k, v in keys.items():
         text += f"{k} = {v}\n"
     with open(job, "w") as f:

@@ -21,6 +21,16 @@ SPC/E's LJ on the oxygens (0.1553 kcal/mol, 3.166 A), 9 A cutoff, long-range Cou
             freedom in kT (target below 0.01 kT/ns per dof at 2 fs, the issue's), and its RMS
             fluctuation, whose ratio between 2 and 1 fs shows the order in dt (about 4: second order).
 
+  liquid    512 rigid SPC/E and TIP3P molecules from scripts/water_box.py, NPT at 298.15 K and 1 atm
+            (Nose-Hoover chain, C-rescale every 25 steps), PME 1e-5, 9 A cutoff with the LJ tail
+            correction, 2 fs; 50 ps of equilibration and 500 ps of production (--quick: 5 + 20 ps,
+            the density alone checked, within 0.03): density, potential energy per molecule (block
+            standard errors over 10 blocks), the O-O g(r)'s first peak and the oxygens'
+            self-diffusion from the H5MD trajectory (1 ps frames; the mean squared displacement's
+            slope from 2 to 10 ps), raw and with the Yeh-Hummer correction, and the isothermal
+            compressibility from the volume fluctuations, against the published numbers (LIQUID
+            below, with the sources).
+
     /usr/bin/python3 validation/md/water.py [build/cumulus] [--out DIR] [--quick] [--cases a,b]
 """
 import argparse
@@ -314,7 +324,148 @@ def drift(binary, out, check, quick):
     check("energy drift at 1 fs (kT/ns per dof)", abs(result[1.0][0]), 0.0, 1e-2, relative=False)
 
 
-CASES = {"lammps": lammps, "drift": drift}
+# The published numbers the liquid case compares with (298 K, 1 bar): ranges where sources differ.
+# Sources (see also docs/md.md): density, SPC/E 0.994 (Vega & Abascal, Phys. Chem. Chem. Phys. 13,
+# 19663 (2011)) to 0.998 +- 0.003 (NIST SAT-TMMC, SPC/E with Ewald and the LJ tail, 300 K); TIP3P
+# 0.982 (Jorgensen et al., J. Chem. Phys. 79, 926 (1983)) to 0.984 (NIST SAT-TMMC, Ewald, 300 K).
+# Potential energy per molecule, SPC/E -46.6 kJ/mol before the polarisation correction (Berendsen,
+# Grigera & Straatsma, J. Phys. Chem. 91, 6269 (1987): -41.4 after its 5.22) and -46.4 (Wang, Abel,
+# Friesner & Berne, J. Chem. Theory Comput. 5, 1462 (2009)); TIP3P -41.3 (Jorgensen 1983, cutoff)
+# to -39.7 (Wang et al. 2009). O-O g(r) first peak near 2.75 A, height about 3.0 (SPC/E) and 2.77
+# A, about 2.7-2.8 (TIP3P). Self-diffusion (1e-5 cm^2/s): SPC/E 2.49 (Mark & Nilsson, J. Phys.
+# Chem. A 105, 9954 (2001)) to about 3.0 at infinite box size (Tazi et al., J. Phys.: Condens.
+# Matter 24, 284117 (2012)); TIP3P with Ewald, 4.88 at L = 18.6 A to 5.59 at L = 46.9 A (Yeh &
+# Hummer, J. Phys. Chem. B 108, 15873 (2004)), 6.05 at infinite size by their finite-size law. The
+# Yeh-Hummer correction D_inf = D + 2.837297 kT / (6 pi eta L) takes the shear viscosity eta:
+# SPC/E 0.729 mPa s, TIP3P 0.321 (Gonzalez & Abascal, J. Chem. Phys. 132, 096101 (2010)).
+# Isothermal compressibility (1e-5 /bar): SPC/E 4.61, TIP3P 5.74 (Vega & Abascal 2011).
+LIQUID = {
+    "spce": {"density": (0.994, 0.999), "epot": (-46.7, -46.4), "peak_r": 2.75, "peak_g": 3.0, "D_inf": (2.49, 3.0),
+             "eta": 0.729, "kappa": 4.61},
+    "tip3p": {"density": (0.980, 0.986), "epot": (-41.3, -39.7), "peak_r": 2.77, "peak_g": 2.75, "D_inf": (5.6, 6.1),
+              "eta": 0.321, "kappa": 5.74},
+}
+
+
+def in_range(value, lo, hi, se):
+    """0 inside [lo, hi] widened by two standard errors, else the distance to it."""
+    if lo - 2 * se <= value <= hi + 2 * se:
+        return 0.0
+    return min(abs(value - lo), abs(value - hi))
+
+
+def block_stats(x, blocks=10):
+    """Mean and the standard error from `blocks` block means."""
+    n = len(x) // blocks
+    means = [sum(x[b * n:(b + 1) * n]) / n for b in range(blocks)]
+    m = sum(means) / blocks
+    var = sum((v - m) ** 2 for v in means) / (blocks - 1)
+    return m, math.sqrt(var / blocks)
+
+
+def liquid(binary, out, check, quick, models=("spce", "tip3p")):
+    """NPT liquid water: density, potential energy, O-O g(r), self-diffusion, compressibility."""
+    import numpy as np
+    import h5py
+    import subprocess as sp
+    equil_ps, prod_ps = (5, 20) if quick else (50, 500)
+    dt = 2.0
+    for model in models:
+        ref = LIQUID[model]
+        print(f"liquid {model}: 512 rigid molecules, NPT 298.15 K / 1 atm (Nose-Hoover, C-rescale), PME 1e-5, 9 A cutoff "
+              f"with the tail correction, {equil_ps} ps equilibration + {prod_ps} ps production at {dt:g} fs")
+        data = os.path.join(out, f"{model}.data")
+        sp.run([sys.executable, os.path.join(REPO, "scripts", "water_box.py"), data, "--model", model, "--molecules", "512"],
+               check=True, stdout=sp.DEVNULL)
+        keys = {"units": '"real"', "pair_style": '"lj/cut/coul/long"', "kspace_style": '"pme"', "kspace_tolerance": 1e-5,
+                "cutoff": 9.0, "skin": 1.5, "tail_correction": "true", "dt": dt, "temperature": 298.15,
+                "constrain_bonds": "[1]", "constrain_angles": "[1]", "thermostat": '"nose_hoover"',
+                "thermostat_temperature": 298.15, "nhc_damping": 100.0, "barostat": '"c_rescale"', "pressure": 1.0,
+                "compressibility": 4.56e-5, "barostat_damping": 2000.0, "barostat_every": 25}
+        steps = int(round((equil_ps + prod_ps) * 1000 / dt))
+        d = os.path.join(out, f"liquid-{model}")
+        every = 100  # 0.2 ps
+        extra = f"[trajectory]\nevery_steps = {int(round(1000 / dt))}\n"  # 1 ps frames
+        rows = run_cumulus(binary, d, data, keys, steps=steps, every=every, extra=extra)
+        prod = [r for r in rows if r["time"] > equil_ps * 1000]
+        n_mol = 512
+        rho, rho_se = block_stats([r["density"] for r in prod])
+        epot, epot_se = block_stats([r["pe_per_atom"] * 3 * 4.184 for r in prod])
+        T, T_se = block_stats([r["temperature"] for r in prod])
+        P, P_se = block_stats([r["pressure"] for r in prod])
+        vols = np.array([r["volume"] for r in prod])
+        kT = BOLTZ * 298.15
+        kappa = vols.var() / (kT * vols.mean()) / 69476.9 * 1e5  # 1e-5 / bar (69476.9 bar per kcal/mol/A^3)
+        kb = [vols[b * len(vols) // 5:(b + 1) * len(vols) // 5] for b in range(5)]
+        kap_blocks = [v.var() / (kT * v.mean()) / 69476.9 * 1e5 for v in kb]
+        kappa_se = float(np.std(kap_blocks, ddof=1) / math.sqrt(5))
+        # The trajectory: O-O g(r) and the oxygens' mean squared displacement.
+        with h5py.File(os.path.join(d, "run", "trajectory.h5md"), "r") as f:
+            t = f["particles/all/position/time"][()]
+            x = f["particles/all/position/value"][()]
+            im = f["particles/all/image/value"][()]
+            edges = f["particles/all/box/edges/value"][()]
+            species = f["particles/all/species"][()]
+        keep = t > equil_ps * 1000
+        t, x, im, edges = t[keep], x[keep], im[keep], edges[keep]
+        oxy = species == 1
+        xo, imo = x[:, oxy, :], im[:, oxy, :]
+        bins = np.linspace(0, 8.0, 401)
+        hist = np.zeros(len(bins) - 1)
+        for fr in range(len(t)):
+            L = edges[fr]
+            p = xo[fr]
+            dd = p[:, None, :] - p[None, :, :]
+            dd -= L * np.round(dd / L)
+            r = np.sqrt((dd ** 2).sum(-1))[np.triu_indices(len(p), 1)]
+            h, _ = np.histogram(r, bins)
+            hist += h * np.prod(L) / (len(p) * (len(p) - 1) / 2)  # pairs over the pair density of the frame
+        shell = 4 / 3 * math.pi * (bins[1:] ** 3 - bins[:-1] ** 3)
+        g = hist / len(t) / shell
+        mid = 0.5 * (bins[1:] + bins[:-1])
+        k = int(np.argmax(g * (mid < 3.3)))
+        peak_r, peak_g = float(mid[k]), float(g[k])
+        unwrapped = xo + imo * edges[:, None, :]
+        lags = [lag for lag in range(1, len(t)) if 2000 <= t[lag] - t[0] <= 10000]
+        msd = [float(((unwrapped[lag:] - unwrapped[:-lag]) ** 2).sum(-1).mean()) for lag in lags]
+        tl = np.array([t[lag] - t[0] for lag in lags]) / 1000.0  # ps
+        slope = float(np.polyfit(tl, msd, 1)[0]) if len(lags) > 1 else float("nan")
+        D = slope / 6 * 1e-4 * 1e5  # A^2/ps -> 1e-5 cm^2/s
+        Lmean = float(edges[:, 0].mean())
+        kB_T = 1.380649e-23 * 298.15
+        D_yh = D + 2.837297 * kB_T / (6 * math.pi * ref["eta"] * 1e-3 * Lmean * 1e-10) * 1e4 * 1e5
+        print(f"  T {T:.2f} +- {T_se:.2f} K, P {P:.1f} +- {P_se:.1f} atm (targets 298.15 K, 1 atm)")
+        print(f"  density {rho:.4f} +- {rho_se:.4f} g/cm^3 (published {ref['density'][0]}-{ref['density'][1]})")
+        print(f"  potential energy {epot:.2f} +- {epot_se:.2f} kJ/mol per molecule (published {ref['epot'][0]} to {ref['epot'][1]})")
+        print(f"  O-O g(r): first peak {peak_g:.2f} at {peak_r:.3f} A (published about {ref['peak_g']} at {ref['peak_r']})")
+        print(f"  self-diffusion {D:.2f} (box {Lmean:.2f} A), with Yeh-Hummer (eta {ref['eta']} mPa s) {D_yh:.2f} "
+              f"x 1e-5 cm^2/s (published at infinite size {ref['D_inf'][0]}-{ref['D_inf'][1]})")
+        print(f"  isothermal compressibility from the volume fluctuations {kappa:.2f} +- {kappa_se:.2f} x 1e-5 /bar "
+              f"(published {ref['kappa']})")
+        if quick:  # too short for the fluctuations and the diffusion: the density only, loosely
+            check(f"{model}: density, distance from the published range (--quick: a short run)",
+                  in_range(rho, *ref["density"], rho_se), 0.0, 0.03, relative=False)
+            continue
+        check(f"{model}: density, distance from the published range (g/cm^3)", in_range(rho, *ref["density"], rho_se), 0.0,
+              1e-12, relative=False)
+        check(f"{model}: potential energy, distance from the published range (kJ/mol)",
+              in_range(epot, *ref["epot"], epot_se), 0.0, 0.5, relative=False)
+        check(f"{model}: O-O first peak position (A)", peak_r, ref["peak_r"], 0.02)
+        check(f"{model}: O-O first peak height", peak_g, ref["peak_g"], 0.1)
+        check(f"{model}: self-diffusion with Yeh-Hummer, distance from the published range (1e-5 cm^2/s)",
+              in_range(D_yh, *ref["D_inf"], 0.0), 0.0, 0.3, relative=False)
+        check(f"{model}: isothermal compressibility (1e-5 /bar)", kappa, ref["kappa"], 0.25)
+
+
+def liquid_spce(binary, out, check, quick):
+    liquid(binary, out, check, quick, ("spce",))
+
+
+def liquid_tip3p(binary, out, check, quick):
+    liquid(binary, out, check, quick, ("tip3p",))
+
+
+CASES = {"lammps": lammps, "drift": drift, "liquid": liquid, "liquid_spce": liquid_spce, "liquid_tip3p": liquid_tip3p}
 
 
 def main():
@@ -322,11 +473,11 @@ def main():
     ap.add_argument("binary", nargs="?", default=os.path.join(REPO, "build", "cumulus"))
     ap.add_argument("--out", default=os.path.join(REPO, "build", "validation-md-water"))
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--cases", default=None, help="default: all")
+    ap.add_argument("--cases", default=None, help="default: lammps, drift, liquid (liquid_spce, liquid_tip3p: one model)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     check = Check()
-    for name in (args.cases.split(",") if args.cases else CASES):
+    for name in (args.cases.split(",") if args.cases else ("lammps", "drift", "liquid")):
         CASES[name](os.path.abspath(args.binary), args.out, check, args.quick)
     if check.failed:
         print("FAILED: " + ", ".join(check.failed))
