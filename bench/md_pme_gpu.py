@@ -39,22 +39,38 @@ def job(data, steps):
     return text + "".join(f"{k} = {v}\n" for k, v in keys.items())
 
 
-def run(exe, work, name, data, steps, backend):
+def run(exe, work, name, text, backend):
+    """Runs the job `text` in work/name on `backend`; returns (loop wall s, first and last
+    diagnostics rows, the timers). Also bench/md_water_gpu.py's."""
     d = os.path.join(work, name)
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "job.toml"), "w") as f:
-        f.write(job(data, steps))
+        f.write(text)
     p = subprocess.run([exe, "run", "job.toml", "--backend", backend, "--set", 'run.directory="run"'], cwd=d,
                        capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1")))
     if p.returncode != 0:
         print(p.stdout[-3000:] + p.stderr[-3000:])
-        sys.exit(f"md_pme_gpu: {name} failed with exit {p.returncode}")
+        sys.exit(f"{os.path.basename(sys.argv[0])}: {name} failed with exit {p.returncode}")
     log = open(os.path.join(d, "run", "cumulus.log")).read()
     wall = float(re.search(r"total run \(wall\)\s+([0-9.]+)", log).group(1))
     t = {m.group(1): float(m.group(3)) for m in re.finditer(r"^(\S+)\s+(\d+)\s+([0-9.]+)\s+[0-9.]+%", log, re.M)}
     with open(os.path.join(d, "run", "diagnostics.csv")) as f:
         rows = [line.strip().split(",") for line in f if line.strip()]
     return wall, rows[0], rows[-1], t
+
+
+def worst_difference(head, host, dev):
+    """The largest relative difference between two thermo rows, over the physical columns, and its
+    column."""
+    worst, col = 0.0, ""
+    for k, name in enumerate(head):
+        if name in ("step", "time", "neighbor_builds", "dangerous_builds", "ghosts_per_rank"):
+            continue
+        a, b = float(host[k]), float(dev[k])
+        rel = abs(a - b) / max(abs(a), 1e-300)
+        if rel > worst:
+            worst, col = rel, name
+    return worst, col
 
 
 def main():
@@ -71,23 +87,16 @@ def main():
     with tempfile.TemporaryDirectory(prefix="md_pme_gpu_") as work:
         data = os.path.join(work, "big.data")
         _, n = es.molten_nacl(data, m=args.size)
-        wall, _, _, t = run(exe, work, "big", data, args.steps, args.backend)
+        wall, _, _, t = run(exe, work, "big", job(data, args.steps), args.backend)
         print(f"molten NaCl, {n:,} ions, PME 1e-5 order 5, lj/cut/coul/long 10 A, {args.steps} steps on {args.backend}: "
               f"{args.steps / wall:,.1f} steps/s ({1e3 * wall / args.steps:.3f} ms per step)")
         per = {k: 1e3 * v / args.steps for k, v in t.items() if k in ("md.forces", "md.kspace", "md.neighbor_build", "md.integrate")}
         print("  per step (ms): " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(per.items())))
         small = os.path.join(work, "small.data")
         _, ns = es.molten_nacl(small, m=args.check_size)
-        _, head, host, _ = run(exe, work, "check-host", small, args.check_steps, "host")
-        _, _, dev, _ = run(exe, work, "check-" + args.backend, small, args.check_steps, args.backend)
-        worst, col = 0.0, ""
-        for k, name in enumerate(head):
-            if name in ("step", "time", "neighbor_builds", "dangerous_builds", "ghosts_per_rank"):
-                continue
-            a, b = float(host[k]), float(dev[k])
-            rel = abs(a - b) / max(abs(a), 1e-300)
-            if rel > worst:
-                worst, col = rel, name
+        _, head, host, _ = run(exe, work, "check-host", job(small, args.check_steps), "host")
+        _, _, dev, _ = run(exe, work, "check-" + args.backend, job(small, args.check_steps), args.backend)
+        worst, col = worst_difference(head, host, dev)
         ok = worst <= args.check_tol
         print(f"  host vs {args.backend}, {ns:,} ions after {args.check_steps} steps: worst relative difference "
               f"{worst:.2e} ({col or 'none'}): {'within' if ok else 'BEYOND'} {args.check_tol:g}")

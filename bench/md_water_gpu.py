@@ -17,13 +17,14 @@ A benchmark, not a test: exits 0 whatever the figure, 1 when a run fails or the 
 """
 import argparse
 import os
-import re
 import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from md_pme_gpu import run, worst_difference  # noqa: E402  (one runner and one comparison for both)
 
 
 def job(data, steps):
@@ -33,24 +34,6 @@ def job(data, steps):
             'kspace_tolerance = 1e-5\ncutoff = 10.0\nskin = 2.0\ntail_correction = true\ndt = 2.0\ntemperature = 298.0\n'
             'constrain_bonds = [1]\nconstrain_angles = [1]\nthermostat = "nose_hoover"\nthermostat_temperature = 298.0\n'
             'nhc_damping = 100.0\n')
-
-
-def run(exe, work, name, data, steps, backend):
-    d = os.path.join(work, name)
-    os.makedirs(d, exist_ok=True)
-    with open(os.path.join(d, "job.toml"), "w") as f:
-        f.write(job(data, steps))
-    p = subprocess.run([exe, "run", "job.toml", "--backend", backend, "--set", 'run.directory="run"'], cwd=d,
-                       capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1")))
-    if p.returncode != 0:
-        print(p.stdout[-3000:] + p.stderr[-3000:])
-        sys.exit(f"md_water_gpu: {name} failed with exit {p.returncode}")
-    log = open(os.path.join(d, "run", "cumulus.log")).read()
-    wall = float(re.search(r"total run \(wall\)\s+([0-9.]+)", log).group(1))
-    t = {m.group(1): float(m.group(3)) for m in re.finditer(r"^(\S+)\s+(\d+)\s+([0-9.]+)\s+[0-9.]+%", log, re.M)}
-    with open(os.path.join(d, "run", "diagnostics.csv")) as f:
-        rows = [line.strip().split(",") for line in f if line.strip()]
-    return wall, rows[0], rows[-1], t
 
 
 def box(work, name, molecules):
@@ -72,7 +55,7 @@ def main():
     args = ap.parse_args()
     exe = os.path.abspath(args.binary)
     with tempfile.TemporaryDirectory(prefix="md_water_gpu_") as work:
-        wall, _, _, t = run(exe, work, "big", box(work, "big.data", args.molecules), args.steps, args.backend)
+        wall, _, _, t = run(exe, work, "big", job(box(work, "big.data", args.molecules), args.steps), args.backend)
         nsday = args.steps * 2.0e-6 / (wall / 86400.0)
         print(f"rigid SPC/E, {3 * args.molecules:,} atoms, PME 1e-5, 10 A, SETTLE, 2 fs, {args.steps} steps on {args.backend}, "
               f"double precision: {nsday:,.1f} ns/day ({1e3 * wall / args.steps:.3f} ms per step)")
@@ -80,16 +63,9 @@ def main():
                if k in ("md.forces", "md.kspace", "md.neighbor_build", "md.integrate", "md.settle", "md.settle_velocities")}
         print("  per step (ms): " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(per.items())))
         small = box(work, "small.data", args.check_molecules)
-        _, head, host, _ = run(exe, work, "check-host", small, args.check_steps, "host")
-        _, _, dev, _ = run(exe, work, "check-" + args.backend, small, args.check_steps, args.backend)
-        worst, col = 0.0, ""
-        for k, name in enumerate(head):
-            if name in ("step", "time", "neighbor_builds", "dangerous_builds", "ghosts_per_rank"):
-                continue
-            a, b = float(host[k]), float(dev[k])
-            rel = abs(a - b) / max(abs(a), 1e-300)
-            if rel > worst:
-                worst, col = rel, name
+        _, head, host, _ = run(exe, work, "check-host", job(small, args.check_steps), "host")
+        _, _, dev, _ = run(exe, work, "check-" + args.backend, job(small, args.check_steps), args.backend)
+        worst, col = worst_difference(head, host, dev)
         ok = worst <= args.check_tol
         print(f"  host vs {args.backend}, {3 * args.check_molecules:,} atoms after {args.check_steps} steps: worst relative "
               f"difference {worst:.2e} ({col or 'none'}): {'within' if ok else 'BEYOND'} {args.check_tol:g}")

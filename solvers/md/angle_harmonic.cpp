@@ -1,8 +1,6 @@
 // angle_style harmonic: E = K (theta - theta0)^2 per angle (LAMMPS's form: K holds the 1/2), K and
 // theta0 (degrees; radians inside) per angle type from the data file's Angle Coeffs. The kernels are
-// bonded_kernels.cpp's.
-#include <limits>
-
+// bonded_kernels.cpp's; the table and the sums bonded.hpp's CoefficientTerm.
 #include "core/constants.hpp"
 #include "core/strings.hpp"
 #include "solvers/md/bonded.hpp"
@@ -11,15 +9,16 @@ namespace cumulus::md {
 
 namespace {
 
-class AngleHarmonic : public BondedTerm {
+std::vector<AngleHarmonicCoeffs> angle_table(const std::vector<std::vector<double>>& coeffs) {
+  std::vector<AngleHarmonicCoeffs> c(coeffs.size());
+  for (std::size_t t = 0; t < coeffs.size(); ++t)
+    if (coeffs[t].size() == 2) c[t] = AngleHarmonicCoeffs{coeffs[t][0], coeffs[t][1] * (kPi / 180)};
+  return c;
+}
+
+class AngleHarmonic : public CoefficientTerm<AngleHarmonicCoeffs> {
  public:
-  AngleHarmonic(const std::vector<std::vector<double>>& coeffs, const Exec& ex) {
-    std::vector<AngleHarmonicCoeffs> c(coeffs.size());
-    for (std::size_t t = 0; t < coeffs.size(); ++t)
-      if (coeffs[t].size() == 2) c[t] = AngleHarmonicCoeffs{coeffs[t][0], coeffs[t][1] * (kPi / 180)};
-    host_ = c;
-    table_ = Buffer<AngleHarmonicCoeffs>::copy_of(ex, c, 1);
-  }
+  AngleHarmonic(const std::vector<std::vector<double>>& coeffs, const Exec& ex) : CoefficientTerm(angle_table(coeffs), ex) {}
 
   std::string describe() const override {
     std::string out = "angle harmonic";
@@ -28,32 +27,12 @@ class AngleHarmonic : public BondedTerm {
     return out;
   }
   std::string energy_name() const override { return "e_angle"; }
-
   void compute(const Exec& ex, const Atoms& a, const TopologyView& t) const override {
     CUMULUS_KERNEL(ex, bonded_kernels, angle_harmonic_forces)(ex, a, t, table_.data());
   }
 
-  double energy(const Exec& ex, const Comm& comm, const Atoms& a, const TopologyView& t) const override {
-    return sum(ex, comm, a, t, kBondedEnergy);
-  }
-  std::array<double, 6> virial_tensor(const Exec& ex, const Comm& comm, const Atoms& a, const TopologyView& t) const override {
-    std::array<double, 6> w{};
-    for (int c = 0; c < 6; ++c) w[static_cast<std::size_t>(c)] = sum(ex, comm, a, t, c);
-    return w;
-  }
-
  private:
-  // Units of 2^-60 (a term up to 2^99 fits): far below any energy's or virial's rounding.
-  double sum(const Exec& ex, const Comm& comm, const Atoms& a, const TopologyView& t, int which) const {
-    constexpr int kExp = -60;
-    ExactSum s = CUMULUS_KERNEL(ex, bonded_kernels, angle_harmonic_sum)(ex, a, t, table_.data(), which, kExp);
-    comm.sum_in_place(s.words(), ExactSum::kWords);
-    double v = 0;
-    return s.value(kExp, &v) ? v : std::numeric_limits<double>::quiet_NaN();
-  }
-
-  std::vector<AngleHarmonicCoeffs> host_;
-  Buffer<AngleHarmonicCoeffs> table_;
+  SumKernel sum_kernel([[maybe_unused]] const Exec& ex) const override { return CUMULUS_KERNEL(ex, bonded_kernels, angle_harmonic_sum); }
 };
 
 }  // namespace

@@ -11,6 +11,7 @@
 // (bonded_kernels.cpp), so no force is sent back to another rank and no term depends on which rank
 // computes it (LAMMPS's newton_bond off, with a fixed order of the terms per atom).
 #include <array>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +39,39 @@ class BondedTerm {
   // exact sums: the same bits at any rank count.
   virtual double energy(const Exec& ex, const Comm& comm, const Atoms& a, const TopologyView& t) const = 0;
   virtual std::array<double, 6> virial_tensor(const Exec& ex, const Comm& comm, const Atoms& a, const TopologyView& t) const = 0;
+};
+
+// What every style with per-type coefficients C shares: the table on the backend (and its host
+// copy for describe()), and the energy and virial tensor as exact sums over every rank, through the
+// style's sum kernel (bonded_kernels' *_sum: `which` 0 .. 5 a tensor component, kBondedEnergy the
+// energy). A style adds describe(), energy_name(), compute() and the kernel.
+template <class C>
+class CoefficientTerm : public BondedTerm {
+ public:
+  double energy(const Exec& ex, const Comm& comm, const Atoms& a, const TopologyView& t) const override {
+    return sum(ex, comm, a, t, kBondedEnergy);
+  }
+  std::array<double, 6> virial_tensor(const Exec& ex, const Comm& comm, const Atoms& a, const TopologyView& t) const override {
+    std::array<double, 6> w{};
+    for (int c = 0; c < 6; ++c) w[static_cast<std::size_t>(c)] = sum(ex, comm, a, t, c);
+    return w;
+  }
+
+ protected:
+  using SumKernel = ExactSum (*)(const Exec&, const Atoms&, const TopologyView&, const C*, int, int);
+  CoefficientTerm(std::vector<C> coeffs, const Exec& ex)
+      : host_(std::move(coeffs)), table_(Buffer<C>::copy_of(ex, host_, 1)) {}
+  virtual SumKernel sum_kernel(const Exec& ex) const = 0;
+  // Units of 2^-60 (a term up to 2^99 fits): far below any energy's or virial's rounding.
+  double sum(const Exec& ex, const Comm& comm, const Atoms& a, const TopologyView& t, int which) const {
+    constexpr int kExp = -60;
+    ExactSum s = sum_kernel(ex)(ex, a, t, table_.data(), which, kExp);
+    comm.sum_in_place(s.words(), ExactSum::kWords);
+    double v = 0;
+    return s.value(kExp, &v) ? v : std::numeric_limits<double>::quiet_NaN();
+  }
+  std::vector<C> host_;
+  Buffer<C> table_;
 };
 
 void declare_bonded_keys(Schema& s);

@@ -182,14 +182,11 @@ void Settle::positions(const Comm& comm, MdAtoms& atoms, const Atoms& a, const T
                                                                with_velocities ? 1 / dt : 0.0);
 }
 
+// The velocity changes are virial_part's; here they are applied.
 void Settle::velocities(MdAtoms& atoms, const Atoms& a, const TopologyView& t, double dt) {
+  if (atoms.nown() == 0) return;
+  virial_part(atoms, a, t, dt, 0.0, false);
   const Exec& ex = *ex_;
-  const int n = atoms.nown();
-  if (n == 0) return;
-  for (auto& b : d_) fit(ex, b, static_cast<std::size_t>(n));
-  fit(ex, virial_, static_cast<std::size_t>(n));
-  CUMULUS_KERNEL(ex, settle_kernels, settle_velocity_changes)(ex, a, t, d_[0].data(), d_[1].data(), d_[2].data(),
-                                                              virial_.data(), 2 / dt, 0.0, false);
   CUMULUS_KERNEL(ex, settle_kernels, settle_apply_velocities)(ex, a, d_[0].data(), d_[1].data(), d_[2].data());
 }
 

@@ -15,17 +15,12 @@
 
     /usr/bin/python3 validation/md/bonded.py [build/cumulus] [--out DIR] [--quick] [--cases a,b]
 """
-import argparse
 import math
 import os
 import random
-import shutil
-import sys
 
-from electrostatics import Check, lammps_run, read_spce, run_cumulus, write_data
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
+from electrostatics import (checkpoint, lammps_run, lammps_with_h5py, read_spce, run_cases, run_cumulus, velocities_from,
+                            write_data)
 
 # SPC/Fw in LAMMPS's form (K holds the 1/2).
 BOND_K, BOND_R0 = 1059.162 / 2, 1.012
@@ -102,23 +97,15 @@ run 1
 
 def lammps(binary, out, check, quick):
     print("lammps: flexible SPC/E configuration 1 (SPC/Fw bonds and angles) against LAMMPS's harmonic styles")
-    lmp = shutil.which("lmp")
-    try:
-        import h5py
-    except ImportError:
-        h5py = None
-    if not lmp or not h5py:
-        print("  lmp or h5py not found: skipped")
+    lmp = lammps_with_h5py()
+    if not lmp:
         return
     data = os.path.join(out, "flexible.data")
     L, atoms, bonds, angles = flexible_data(data)
     n, dt = len(atoms), 1e-4
     d = os.path.join(out, "flexible")
     rows = run_cumulus(binary, d, data, cumulus_keys(dt), steps=1)
-    with h5py.File(os.path.join(d, "run", "checkpoints", "checkpoint_000000000001.h5"), "r") as f:
-        ids = f["arrays/id"][...].ravel()
-        vel = f["arrays/velocity"][...].reshape(3, -1)
-    ours = {int(i) + 1: vel[:, k] for k, i in enumerate(ids)}
+    ours = velocities_from(checkpoint(d), n)
     row, theirs = lammps_run(lmp, os.path.join(out, "flexible-lammps"), lammps_script(data, dt), n)
     check("bond energy vs LAMMPS (kcal/mol)", rows[0]["e_bond"], row["E_bond"], 1e-10)
     check("angle energy vs LAMMPS (kcal/mol)", rows[0]["e_angle"], row["E_angle"], 1e-10)
@@ -143,20 +130,7 @@ CASES = {"closed": closed, "lammps": lammps}
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("binary", nargs="?", default=os.path.join(REPO, "build", "cumulus"))
-    ap.add_argument("--out", default=os.path.join(REPO, "build", "validation-md-bonded"))
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--cases", default=None, help="default: all")
-    args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    check = Check()
-    for name in (args.cases.split(",") if args.cases else CASES):
-        CASES[name](os.path.abspath(args.binary), args.out, check, args.quick)
-    if check.failed:
-        print("FAILED: " + ", ".join(check.failed))
-        sys.exit(1)
-    print("all bonded checks passed")
+    run_cases(CASES, "validation-md-bonded", "bonded")
 
 
 if __name__ == "__main__":

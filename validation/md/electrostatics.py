@@ -306,13 +306,8 @@ def forces_lammps(binary, out, check, quick):
     """Per-atom forces through one step from rest: v(dt) = dt/2 (F(0) + F(dt)) / m in both codes,
     with dt = 1e-4 fs, so the velocities carry the forces (to dt^2) atom by atom."""
     print("forces_lammps: SPC/E configuration 1, per-atom forces (one 1e-4 fs step from rest) against LAMMPS")
-    lmp = shutil.which("lmp")
-    try:
-        import h5py
-    except ImportError:
-        h5py = None
-    if not lmp or not h5py:
-        print("  lmp or h5py not found: skipped")
+    lmp = lammps_with_h5py()
+    if not lmp:
         return
     data = os.path.join(out, "spce1.data")
     L, n = spce_data(data)
@@ -321,10 +316,7 @@ def forces_lammps(binary, out, check, quick):
     keys.update({"ewald_kmax": f"[{kmax}]", "tail_correction": "false", "dt": dt})
     d = os.path.join(out, "spce1-forces")
     run_cumulus(binary, d, data, keys, steps=1)
-    with h5py.File(os.path.join(d, "run", "checkpoints", "checkpoint_000000000001.h5"), "r") as f:
-        ids = f["arrays/id"][...].ravel()
-        vel = f["arrays/velocity"][...].reshape(3, -1)
-    ours = {int(i) + 1: vel[:, k] for k, i in enumerate(ids)}
+    ours = velocities_from(checkpoint(d), n)
     _, theirs = lammps_run(lmp, os.path.join(out, "spce1-forces-lammps"), lammps_full_script(
         data, SPCE_COEFFS, f"kspace_style ewald 1e-6\nkspace_modify gewald {alpha!r} kmax/ewald {kmax} {kmax} {kmax}", dt), n)
     rms = math.sqrt(sum(sum(c * c for c in v) for v in theirs.values()) / (3 * n))
@@ -381,6 +373,43 @@ def solution_data(path, reps=2, every=50):
     return L, len(atoms), ions
 
 
+def lammps_with_h5py():
+    """Debian's lmp when it and h5py are both there (the LAMMPS comparisons read our checkpoints);
+    otherwise None, the case printed as skipped."""
+    lmp = shutil.which("lmp")
+    try:
+        import h5py  # noqa: F401
+    except ImportError:
+        lmp = None
+    if not lmp:
+        print("  lmp or h5py not found: skipped")
+    return lmp
+
+
+def checkpoint(d, step=1):
+    """The checkpoint of run_cumulus's run in d at `step`."""
+    return os.path.join(d, "run", "checkpoints", f"checkpoint_{step:012d}.h5")
+
+
+def run_cases(cases, default_out, what, default=None):
+    """The validation scripts' command line: [binary] [--out DIR] [--quick] [--cases a,b]; runs the
+    cases (`default`: those run without --cases, else all), prints each check, exits 1 on a failure."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("binary", nargs="?", default=os.path.join(REPO, "build", "cumulus"))
+    ap.add_argument("--out", default=os.path.join(REPO, "build", default_out))
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--cases", default=None, help="default: " + ", ".join(default or cases) + " (of " + ", ".join(cases) + ")")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    check = Check()
+    for name in (args.cases.split(",") if args.cases else (default or cases)):
+        cases[name](os.path.abspath(args.binary), args.out, check, args.quick)
+    if check.failed:
+        print("FAILED: " + ", ".join(check.failed))
+        sys.exit(1)
+    print(f"all {what} checks passed")
+
+
 def velocities_from(path_h5, n):
     import h5py
     with h5py.File(path_h5, "r") as f:
@@ -389,8 +418,8 @@ def velocities_from(path_h5, n):
     return {int(i) + 1: vel[:, k] for k, i in enumerate(ids)}
 
 
-def lammps_run(lmp, d, script, n):
-    """Runs `script` in d; returns (thermo row of step 0 as a dict, the last dump's velocities by id)."""
+def lammps_log(lmp, d, script):
+    """Runs `script` with Debian's lmp in d; returns the lines of its log."""
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "in.lmp"), "w") as f:
         f.write(script)
@@ -398,7 +427,12 @@ def lammps_run(lmp, d, script, n):
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"lmp: exit {p.returncode}\n{p.stdout[-2000:]}")
-    lines = open(os.path.join(d, "log.lammps")).read().split("\n")
+    return open(os.path.join(d, "log.lammps")).read().split("\n")
+
+
+def lammps_run(lmp, d, script, n):
+    """Runs `script` in d; returns (thermo row of step 0 as a dict, the last dump's velocities by id)."""
+    lines = lammps_log(lmp, d, script)
     head = next(k for k, line in enumerate(lines) if line.split()[:2] == ["Step", "PotEng"])
     row = dict(zip(lines[head].split(), (float(x) for x in lines[head + 1].split())))
     vel = {}
@@ -418,13 +452,8 @@ def solution(binary, out, check, quick):
     within twice the accuracy, the energy to 1e-4)."""
     reps = 1 if quick else 2
     print(f"solution: an NaCl solution in SPC/E water ({reps}^3 NIST boxes), against LAMMPS ewald and pppm")
-    lmp = shutil.which("lmp")
-    try:
-        import h5py  # noqa: F401
-    except ImportError:
-        lmp = None
+    lmp = lammps_with_h5py()
     if not lmp:
-        print("  lmp or h5py not found: skipped")
         return
     data = os.path.join(out, f"solution{reps}.data")
     L, n, ions = solution_data(data, reps, 25 if reps == 1 else 50)

@@ -33,16 +33,13 @@ SPC/E's LJ on the oxygens (0.1553 kcal/mol, 3.166 A), 9 A cutoff, long-range Cou
 
     /usr/bin/python3 validation/md/water.py [build/cumulus] [--out DIR] [--quick] [--cases a,b]
 """
-import argparse
 import math
 import os
 import random
-import shutil
 import sys
 
-import subprocess
 
-from electrostatics import Check, read_spce, run_cumulus, write_data
+from electrostatics import checkpoint, lammps_log, lammps_with_h5py, run_cases, read_spce, run_cumulus, write_data
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -177,14 +174,7 @@ run {steps}
 
 def lammps_rows(lmp, d, script):
     """Runs `script` in d; returns its thermo rows {step: [temp, pe, ke, etotal, press]}."""
-    os.makedirs(d, exist_ok=True)
-    with open(os.path.join(d, "in.lmp"), "w") as f:
-        f.write(script)
-    p = subprocess.run([lmp, "-in", "in.lmp", "-log", "log.lammps", "-screen", "none"], cwd=d,
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if p.returncode != 0:
-        raise RuntimeError(f"lmp: exit {p.returncode}\n{p.stdout[-2000:]}")
-    lines = open(os.path.join(d, "log.lammps")).read().split("\n")
+    lines = lammps_log(lmp, d, script)
     head = next(k for k, line in enumerate(lines) if line.split()[:2] == ["Step", "Temp"])
     rows = {}
     for line in lines[head + 1:]:
@@ -211,14 +201,10 @@ def compare(ours, theirs, n):
 
 def lammps(binary, out, check, quick):
     print("lammps: rigid SPC/E (100 molecules), 100 steps of 2 fs NVE: ours SETTLE against LAMMPS fix rattle")
-    lmp = shutil.which("lmp")
-    try:
-        import h5py
-    except ImportError:
-        h5py = None
-    if not lmp or not h5py:
-        print("  lmp or h5py not found: skipped")
+    lmp = lammps_with_h5py()
+    if not lmp:
         return
+    import h5py
     data = os.path.join(out, "rigid.data")
     L, n = rigid_water_data(data)
     dt, steps = 2.0, 100
@@ -268,8 +254,7 @@ def lammps(binary, out, check, quick):
                        ("pressure", "PME/pppm 1e-5: pressure vs LAMMPS (relative to its range)")):
         check(label, worst[key], 0.0, 1.5 * (own_ours[key] + own_theirs[key] + w[key]) + 1e-6, relative=False)
     # Our constraints at the end of the run.
-    ck = os.path.join(out, "rigid-nve", "run", "checkpoints", f"checkpoint_{steps:012d}.h5")
-    with h5py.File(ck, "r") as f:
+    with h5py.File(checkpoint(os.path.join(out, "rigid-nve"), steps), "r") as f:
         ids = f["arrays/id"][...].ravel()
         order = ids.argsort()
         x = f["arrays/position"][...].reshape(3, -1)[:, order].T
@@ -388,7 +373,6 @@ def liquid(binary, out, check, quick, models=("spce", "tip3p")):
         extra = f"[trajectory]\nevery_steps = {int(round(1000 / dt))}\n"  # 1 ps frames
         rows = run_cumulus(binary, d, data, keys, steps=steps, every=every, extra=extra)
         prod = [r for r in rows if r["time"] > equil_ps * 1000]
-        n_mol = 512
         rho, rho_se = block_stats([r["density"] for r in prod])
         epot, epot_se = block_stats([r["pe_per_atom"] * 3 * 4.184 for r in prod])
         T, T_se = block_stats([r["temperature"] for r in prod])
@@ -469,20 +453,7 @@ CASES = {"lammps": lammps, "drift": drift, "liquid": liquid, "liquid_spce": liqu
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("binary", nargs="?", default=os.path.join(REPO, "build", "cumulus"))
-    ap.add_argument("--out", default=os.path.join(REPO, "build", "validation-md-water"))
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--cases", default=None, help="default: lammps, drift, liquid (liquid_spce, liquid_tip3p: one model)")
-    args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    check = Check()
-    for name in (args.cases.split(",") if args.cases else ("lammps", "drift", "liquid")):
-        CASES[name](os.path.abspath(args.binary), args.out, check, args.quick)
-    if check.failed:
-        print("FAILED: " + ", ".join(check.failed))
-        sys.exit(1)
-    print("all water checks passed")
+    run_cases(CASES, "validation-md-water", "water", default=("lammps", "drift", "liquid"))
 
 
 if __name__ == "__main__":
