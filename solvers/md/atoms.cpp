@@ -16,7 +16,7 @@ MdAtoms::MdAtoms(const Exec& ex, const std::vector<double>& masses, const AtomLa
   const bool charged = layout.charged;
   const int nspec = layout.nspecial, nb = layout.nbond, na = layout.nangle;
   position = store.add({"position", "sigma", Scalar::f64, 3, true, true, 0});
-  velocity = store.add({"velocity", "sigma/tau", Scalar::f64, 3, layout.settle, true, 0});
+  velocity = store.add({"velocity", "sigma/tau", Scalar::f64, 3, layout.settle || layout.shake, true, 0});
   image = store.add({"image", "box lengths", Scalar::i32, 3, false, true, 0});
   work = store.add({"thermostat_work", "epsilon", Scalar::f64, 1, false, true, 0});  // energy a thermostat took out
   id = store.add({"id", "", Scalar::i64, 1, true, true, 0});
@@ -44,8 +44,13 @@ MdAtoms::MdAtoms(const Exec& ex, const std::vector<double>& masses, const AtomLa
   if (layout.settle) {
     settle_atom = store.add({"settle_atom", "id", Scalar::i64, 3, false, true, 0});
     settle_type = store.add({"settle_type", "", Scalar::i32, 1, false, true, 1});
-    reference_position = store.add({"reference_position", "sigma", Scalar::f64, 3, true, false, 0});
   }
+  if (layout.shake) {
+    shake_atom = store.add({"shake_atom", "id", Scalar::i64, 4, false, true, 0});
+    shake_type = store.add({"shake_type", "", Scalar::i32, 1, false, true, 1});
+  }
+  if (layout.settle || layout.shake)
+    reference_position = store.add({"reference_position", "sigma", Scalar::f64, 3, true, false, 0});
   mass_ = Buffer<double>(ex.backend(), masses.size());
   memory::copy(ex, ex.backend(), mass_.data(), Backend::host, masses.data(), masses.size() * sizeof(double));
 }

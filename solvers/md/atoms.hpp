@@ -16,12 +16,12 @@ class NeighborList;
 // The optional per-atom arrays a job needs: `charged`, the charge and the molecule id; `nspecial`,
 // columns of special partners (exclusions; 0: none); `nbond`, `nangle`, columns of bonded terms
 // (the most bonds and angles of any atom; 0: none); `settle`, the rigid-water arrays (a molecule's
-// three atoms, the reference positions of a step; velocities then go to ghosts too, for the
-// velocity constraints).
+// three atoms), `shake`, the SHAKE clusters' arrays (a cluster's atoms); with either, the
+// reference positions of a step, and velocities go to ghosts too, for the velocity constraints.
 struct AtomLayout {
   bool charged = false;
   int nspecial = 0, nbond = 0, nangle = 0;
-  bool settle = false;
+  bool settle = false, shake = false;
 };
 
 class MdAtoms {
@@ -51,6 +51,10 @@ class MdAtoms {
   // geometry (the angle type); reference_position the positions at the start of a step (to
   // ghosts; not checkpointed).
   int settle_atom = -1, settle_type = -1, reference_position = -1;
+  // SHAKE clusters (shake.hpp; -1 otherwise): shake_atom's four columns the ids of the atom's
+  // cluster in ascending order (-1 for unused places, and when the atom is in none), shake_type
+  // its geometry.
+  int shake_atom = -1, shake_type = -1;
 
   int nown() const { return store.nown(); }
   int nghost() const { return store.nghost(); }

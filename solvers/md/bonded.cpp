@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "solvers/md/setup.hpp"
+#include "solvers/md/shake_kernels.hpp"
 
 namespace cumulus::md {
 
@@ -61,8 +62,22 @@ void check_coeffs(const Config& cfg, const std::string& key, const std::string& 
 
 void check_bonded(const Config& cfg, const DataFile* d, const std::array<double, 3>& L, double reach) {
   const bool bonds = uses_bonds(cfg), angles = uses_angles(cfg);
-  if (!bonds && !angles) return;
-  if (!d) cfg.fail(bonds ? "md.bond_style" : "md.angle_style", "needs a topology: a LAMMPS data file (md.data_file) with Bonds or Angles");
+  // Constrained bonds and angles (constraints.hpp) need their atoms among the ghosts too.
+  std::vector<bool> held_bond, held_angle;
+  for (std::int64_t t : cfg.get<std::vector<std::int64_t>>("md.constrain_bonds")) {
+    if (held_bond.size() <= static_cast<std::size_t>(t)) held_bond.resize(static_cast<std::size_t>(t) + 1, false);
+    held_bond[static_cast<std::size_t>(t)] = true;
+  }
+  for (std::int64_t t : cfg.get<std::vector<std::int64_t>>("md.constrain_angles")) {
+    if (held_angle.size() <= static_cast<std::size_t>(t)) held_angle.resize(static_cast<std::size_t>(t) + 1, false);
+    held_angle[static_cast<std::size_t>(t)] = true;
+  }
+  auto held = [](const std::vector<bool>& types, int t) { return static_cast<std::size_t>(t) < types.size() && types[static_cast<std::size_t>(t)]; };
+  if (!d) {
+    if (!bonds && !angles) return;
+    cfg.fail(bonds ? "md.bond_style" : "md.angle_style", "needs a topology: a LAMMPS data file (md.data_file) with Bonds or Angles");
+  }
+  if (!bonds && !angles && held_bond.empty()) return;
   if (bonds) check_coeffs(cfg, "md.bond_style", "Bond Coeffs", d->bonds, d->bond_coeffs, 2, "K r0");
   if (angles) {
     check_coeffs(cfg, "md.angle_style", "Angle Coeffs", d->angles, d->angle_coeffs, 2, "K theta0");
@@ -107,10 +122,10 @@ void check_bonded(const Config& cfg, const DataFile* d, const std::array<double,
                                          "the cutoff + skin (%g), the distance ghosts reach",
                                          what, static_cast<long long>(a), static_cast<long long>(b), std::sqrt(r2), reach));
   };
-  if (bonds)
-    for (const Bonded& b : d->bonds) check_pair("bond", b.atom[0], b.atom[1]);
-  if (angles)
-    for (const Bonded& b : d->angles) {
+  for (const Bonded& b : d->bonds)
+    if (bonds || held(held_bond, b.type)) check_pair("bond", b.atom[0], b.atom[1]);
+  for (const Bonded& b : d->angles)
+    if (angles || held(held_angle, b.type)) {
       check_pair("angle", b.atom[0], b.atom[1]);
       check_pair("angle", b.atom[1], b.atom[2]);
       check_pair("angle", b.atom[0], b.atom[2]);
@@ -140,6 +155,8 @@ void BondedTopology::resolve(const Comm& comm, const MdAtoms& atoms, std::int64_
   fit(ex, angle_type_, n * static_cast<std::size_t>(std::max(atoms.nangle, 1)));
   fit(ex, settle_atom_, 3 * n);
   fit(ex, settle_type_, n);
+  fit(ex, shake_atom_, kShakeAtoms * n);
+  fit(ex, shake_type_, n);
   const std::int64_t none = std::numeric_limits<std::int64_t>::max();
   std::int64_t missing = none;
   if (nown > 0) {
@@ -162,6 +179,10 @@ void BondedTopology::resolve(const Comm& comm, const MdAtoms& atoms, std::int64_
       for (int m = 0; m < 3; ++m) resolve(atoms.settle_atom, m, settle_atom_.data() + m * col);
       memory::copy(ex, ex.backend(), settle_type_.data(), ex.backend(), st.device<int>(atoms.settle_type), sizeof(int) * col);
     }
+    if (atoms.shake_atom >= 0) {
+      for (int m = 0; m < kShakeAtoms; ++m) resolve(atoms.shake_atom, m, shake_atom_.data() + m * col);
+      memory::copy(ex, ex.backend(), shake_type_.data(), ex.backend(), st.device<int>(atoms.shake_type), sizeof(int) * col);
+    }
   }
   const std::int64_t first = comm.min(missing);
   if (first != none)
@@ -178,6 +199,8 @@ void BondedTopology::resolve(const Comm& comm, const MdAtoms& atoms, std::int64_
   view_.nangle = atoms.nangle;
   view_.settle_atom = atoms.settle_atom >= 0 ? settle_atom_.data() : nullptr;
   view_.settle_type = atoms.settle_atom >= 0 ? settle_type_.data() : nullptr;
+  view_.shake_atom = atoms.shake_atom >= 0 ? shake_atom_.data() : nullptr;
+  view_.shake_type = atoms.shake_atom >= 0 ? shake_type_.data() : nullptr;
   view_.nown = nown;
 }
 

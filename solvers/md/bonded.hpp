@@ -104,7 +104,7 @@ class BondedTopology {
  private:
   const Exec* ex_;
   std::int64_t natoms_;
-  Buffer<int> map_, bond_atom_, bond_type_, angle_atom_, angle_type_, settle_atom_, settle_type_;
+  Buffer<int> map_, bond_atom_, bond_type_, angle_atom_, angle_type_, settle_atom_, settle_type_, shake_atom_, shake_type_;
   TopologyView view_;
 };
 

@@ -29,6 +29,10 @@ struct TopologyView {
   // its geometry (null without SETTLE).
   const int* settle_atom = nullptr;
   const int* settle_type = nullptr;
+  // SHAKE clusters (shake.hpp): the atom's cluster in ascending id at [k * nown + i], k < 4 (-1:
+  // none or unused), and its geometry (null without SHAKE).
+  const int* shake_atom = nullptr;
+  const int* shake_type = nullptr;
   int nown = 0;
 };
 

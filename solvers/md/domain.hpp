@@ -36,7 +36,7 @@ class AtomDomain {
   // `host_arrays`: the positions live in host memory and the list was built on the host, so the
   // sent atoms are packed by a loop; otherwise by kernels on the backend.
   void forward_positions(MdAtoms& atoms, bool host_arrays);
-  // The same for the velocities (registered to ghosts with rigid water: settle.hpp).
+  // The same for the velocities (registered to ghosts with constraints: constraints.hpp).
   void forward_velocities(MdAtoms& atoms, bool host_arrays);
   // Whether the backend needs the index of the atoms sent (kernels pack them): after exchange_ghosts.
   void upload_send_index(const MdAtoms& atoms);

@@ -25,6 +25,7 @@
 #include "solvers/md/barostat.hpp"
 #include "solvers/md/barostat_kernels.hpp"
 #include "solvers/md/bonded.hpp"
+#include "solvers/md/constraints.hpp"
 #include "solvers/md/data_file.hpp"
 #include "solvers/md/domain.hpp"
 #include "solvers/md/lattice.hpp"
@@ -36,6 +37,7 @@
 #include "solvers/md/particle_state.hpp"
 #include "solvers/md/rdf.hpp"
 #include "solvers/md/settle.hpp"
+#include "solvers/md/shake.hpp"
 #include "solvers/md/setup.hpp"
 #include "solvers/md/sim_box.hpp"
 #include "solvers/md/thermo.hpp"
@@ -66,15 +68,18 @@ class MdModel : public Model {
     for (const auto& sp : special_) nspecial = std::max(nspecial, sp.size());
     // Bonded terms: every atom holds the terms it is part of (bonded.hpp).
     if (from_file) {
-      water_ = rigid_water(cfg_, &data_);
+      clusters_ = constraint_topology(cfg_, &data_);
       bonded_ = make_bonded_terms(cfg_, data_, ctx_.exec);
-      atom_bonded_ = bonded_terms(data_, uses_bonds(cfg_), uses_angles(cfg_), water_.bond_type_constrained,
-                                  water_.angle_type_constrained);
+      atom_bonded_ = bonded_terms(data_, uses_bonds(cfg_), uses_angles(cfg_), clusters_.bond_type_constrained,
+                                  clusters_.angle_type_constrained);
     }
-    if (water_.molecules > 0) {
-      settle_ = std::make_unique<Settle>(ctx_.exec, water_.geometry, water_.molecules);
-      s_.constraint_dof = settle_->removed_dof();
-    }
+    // Constraints: SETTLE's rigid water, SHAKE/RATTLE's other clusters (constraints.hpp).
+    if (clusters_.water.molecules > 0)
+      constraints_.push_back(std::make_unique<Settle>(ctx_.exec, clusters_.water.geometry, clusters_.water.molecules));
+    if (clusters_.shake.clusters > 0)
+      constraints_.push_back(std::make_unique<Shake>(ctx_.exec, clusters_.shake, cfg_.get<double>("md.shake_tolerance"),
+                                                     static_cast<int>(cfg_.get<std::int64_t>("md.shake_iterations"))));
+    for (const auto& c : constraints_) s_.constraint_dof += c->removed_dof();
     for (const AtomBonded& b : atom_bonded_) {
       nbond = std::max(nbond, b.bonds.size());
       nangle = std::max(nangle, b.angles.size());
@@ -83,8 +88,8 @@ class MdModel : public Model {
     for (double& m : internal_mass) m *= s_.units.mvv2e;
     atoms_ = std::make_unique<MdAtoms>(ctx_.exec, internal_mass,
                                        AtomLayout{charged, static_cast<int>(nspecial), static_cast<int>(nbond), static_cast<int>(nangle),
-                                                  settle_ != nullptr});
-    if (!bonded_.empty() || settle_) {
+                                                  clusters_.water.molecules > 0, clusters_.shake.clusters > 0});
+    if (!bonded_.empty() || !constraints_.empty()) {
       std::int64_t max_id = 0;  // zero-based ids index the topology's map
       for (std::int64_t id : data_.id) max_id = std::max(max_id, id);
       topology_ = std::make_unique<BondedTopology>(ctx_.exec, max_id);
@@ -108,7 +113,7 @@ class MdModel : public Model {
     data_ = DataFile{};  // not needed any more
     special_.clear();
     atom_bonded_.clear();
-    water_ = RigidWater{};
+    clusters_ = ConstraintTopology{};
     ParticleStore& st = atoms_->store;
     if (s_.temperature > 0 && n_total_ > 1 && !velocities_given) {
       double* v[3] = {st.host<double>(atoms_->velocity, 0), st.host<double>(atoms_->velocity, 1), st.host<double>(atoms_->velocity, 2)};
@@ -125,7 +130,7 @@ class MdModel : public Model {
     tctx_.atoms = [this] { return view(); };
     tctx_.kinetic2 = [this] { return kinetic2_sum(ctx_.exec, ctx_.comm, view()); };
     rebuild(true, 0);
-    if (settle_) start_rigid(s_.temperature > 0 && n_total_ > 1 && !velocities_given);
+    if (!constraints_.empty()) start_rigid(s_.temperature > 0 && n_total_ > 1 && !velocities_given);
     compute_forces();
   }
 
@@ -145,7 +150,7 @@ class MdModel : public Model {
                      types.c_str(), s_.temperature, pair_->describe().c_str(), s_.skin, list_->describe().c_str(),
                      s_.dt, thermostat_->describe().c_str(), np_, p[0], p[1], p[2], nb[0], nb[1], nb[2]) +
            (kspace_ ? kspace_->describe() : std::string()) + bonded_description() +
-           (settle_ ? settle_->describe() : std::string()) + "; units " + s_.units.name;
+           constraint_description() + "; units " + s_.units.name;
   }
   double preferred_dt() const override { return s_.dt; }
   bool fixed_dt() const override { return true; }
@@ -157,7 +162,7 @@ class MdModel : public Model {
   void advance(double time, double dt) override {
     const Exec& ex = ctx_.exec;
     if (stale_) refresh();
-    if (settle_) settle_->keep_reference(*atoms_);
+    if (!constraints_.empty()) keep_reference(ex, *atoms_);
     thermostat_->begin_step(tctx_, dt);
     thermostat_->kick_drift(tctx_, time, dt);
     // The list is rebuilt on steps that are multiples of md.neighbor_every, when an atom has
@@ -180,16 +185,16 @@ class MdModel : public Model {
       if (far) overdue_ = true;
       domain_->forward_positions(*atoms_, host_positions());
     }
-    if (settle_) {  // the molecules rigid again, and their ghosts' positions
-      settle_->positions(ctx_.comm, *atoms_, view(), topology_->view(), dt, step, true);
+    if (!constraints_.empty()) {  // the clusters at their lengths again, and their ghosts' positions
+      for (const auto& c : constraints_) c->positions(ctx_.comm, *atoms_, view(), topology_->view(), dt, step, true);
       domain_->forward_positions(*atoms_, host_positions());
     }
     const bool rescale = barostat_ && barostat_->due(step);
     compute_forces(rescale);  // with energies where the barostat needs the pressure
     CUMULUS_KERNEL(ex, kernels, kick)(ex, view(), 0.5 * dt);
-    if (settle_) {  // no relative velocity along the bonds (the ghosts' velocities current first)
+    if (!constraints_.empty()) {  // no relative velocity along the bonds (the ghosts' velocities current first)
       domain_->forward_velocities(*atoms_, host_positions());
-      settle_->velocities(*atoms_, view(), topology_->view(), dt);
+      for (const auto& c : constraints_) c->velocities(*atoms_, view(), topology_->view(), dt);
     }
     thermostat_->end_step(tctx_, dt);
     if (rescale) rescale_box(step);
@@ -264,7 +269,7 @@ class MdModel : public Model {
     Thermo t;
     t.ke = 0.5 * thermo_sum(ex, c, a, ThermoSum::mv2);
     t.pe = thermo_sum(ex, c, a, ThermoSum::energy);
-    const double w = thermo_sum(ex, c, a, ThermoSum::virial) + (settle_ ? constraint_virial() : 0.0);
+    const double w = thermo_sum(ex, c, a, ThermoSum::virial) + (constraints_.empty() ? 0.0 : constraint_virial());
     const double dof = thermostat_->degrees_of_freedom(n) - s_.constraint_dof;
     const Units& u = s_.units;
     t.temperature = dof > 0 ? 2 * t.ke / (dof * u.boltz) : 0;
@@ -411,8 +416,16 @@ class MdModel : public Model {
     if (atoms_->settle_atom >= 0)
       for (int i = 0; i < n; ++i) {
         const std::size_t k = rows[static_cast<std::size_t>(i)];
-        for (int m = 0; m < 3; ++m) st.host<std::int64_t>(atoms_->settle_atom, m)[i] = water_.atoms[k][static_cast<std::size_t>(m)];
-        st.host<int>(atoms_->settle_type)[i] = water_.type[k];
+        for (int m = 0; m < 3; ++m)
+          st.host<std::int64_t>(atoms_->settle_atom, m)[i] = clusters_.water.atoms[k][static_cast<std::size_t>(m)];
+        st.host<int>(atoms_->settle_type)[i] = clusters_.water.type[k];
+      }
+    if (atoms_->shake_atom >= 0)
+      for (int i = 0; i < n; ++i) {
+        const std::size_t k = rows[static_cast<std::size_t>(i)];
+        for (int m = 0; m < kShakeAtoms; ++m)
+          st.host<std::int64_t>(atoms_->shake_atom, m)[i] = clusters_.shake.atoms[k][static_cast<std::size_t>(m)];
+        st.host<int>(atoms_->shake_type)[i] = clusters_.shake.type[k];
       }
     for (int i = 0; i < n && !atom_bonded_.empty(); ++i) {
       const AtomBonded& b = atom_bonded_[rows[static_cast<std::size_t>(i)]];
@@ -436,11 +449,11 @@ class MdModel : public Model {
   // scaled back to md.temperature with the constrained degrees of freedom.
   void start_rigid(bool rescale) {
     const Exec& ex = ctx_.exec;
-    settle_->keep_reference(*atoms_);
-    settle_->positions(ctx_.comm, *atoms_, view(), topology_->view(), s_.dt, 0, false);
+    keep_reference(ex, *atoms_);
+    for (const auto& c : constraints_) c->positions(ctx_.comm, *atoms_, view(), topology_->view(), s_.dt, 0, false);
     domain_->forward_positions(*atoms_, host_positions());
     domain_->forward_velocities(*atoms_, host_positions());
-    settle_->velocities(*atoms_, view(), topology_->view(), s_.dt);
+    for (const auto& c : constraints_) c->velocities(*atoms_, view(), topology_->view(), s_.dt);
     if (rescale) {
       const double dof = thermostat_->degrees_of_freedom(static_cast<double>(n_total_)) - s_.constraint_dof;
       const double k2 = kinetic2_sum(ex, ctx_.comm, view());
@@ -457,16 +470,24 @@ class MdModel : public Model {
     const std::size_t n = static_cast<std::size_t>(atoms_->nown());
     ParticleStore& st = atoms_->store;
     domain_->forward_velocities(*atoms_, host_positions());
-    settle_->virial_part(*atoms_, view(), topology_->view(), s_.dt, 0.5 * s_.dt, false);
+    for (const auto& c : constraints_) c->virial_part(*atoms_, view(), topology_->view(), s_.dt, 0.5 * s_.dt, false);
     fit(ex, saved_v_, 3 * std::max<std::size_t>(n, 1));
     for (int d = 0; d < 3; ++d)
       if (n) memory::copy(ex, ex.backend(), saved_v_.data() + d * n, ex.backend(), st.device<double>(atoms_->velocity, d), n * sizeof(double));
     CUMULUS_KERNEL(ex, kernels, kick)(ex, view(), 0.5 * s_.dt);
     domain_->forward_velocities(*atoms_, host_positions());
-    settle_->virial_part(*atoms_, view(), topology_->view(), s_.dt, 0.0, true);
+    for (const auto& c : constraints_) c->virial_part(*atoms_, view(), topology_->view(), s_.dt, 0.0, true);
     for (int d = 0; d < 3; ++d)
       if (n) memory::copy(ex, ex.backend(), st.device<double>(atoms_->velocity, d), ex.backend(), saved_v_.data() + d * n, n * sizeof(double));
-    return settle_->sum_virial(ctx_.comm, *atoms_);
+    double w = 0;
+    for (const auto& c : constraints_) w += c->sum_virial(ctx_.comm, *atoms_);
+    return w;
+  }
+
+  std::string constraint_description() const {
+    std::string out;
+    for (const auto& c : constraints_) out += c->describe();
+    return out;
   }
 
   std::string bonded_description() const {
@@ -594,9 +615,9 @@ class MdModel : public Model {
   std::vector<AtomBonded> atom_bonded_;  // set-up only: each data file atom's bonded terms
   std::vector<std::unique_ptr<BondedTerm>> bonded_;  // md.bond_style, md.angle_style
   std::unique_ptr<BondedTopology> topology_;          // with bonded terms: their atoms' local indices
-  RigidWater water_;                 // set-up only: the data file's rigid molecules
+  ConstraintTopology clusters_;      // set-up only: the data file's constrained clusters
   std::vector<std::int64_t> bonds_out_;  // rank 0: the data file's bonds as id pairs (trajectories)
-  std::unique_ptr<Settle> settle_;   // md.constrain_bonds / md.constrain_angles
+  std::vector<std::unique_ptr<ConstraintSolver>> constraints_;  // md.constrain_bonds / md.constrain_angles
   Buffer<double> saved_v_;           // constraint_virial's copy of the velocities
   SimBox box_;
   std::unique_ptr<MdAtoms> atoms_;
@@ -625,7 +646,7 @@ void register_solver(SolverRegistry& r) {
   r.add(SolverEntry{"md", "molecular dynamics: Lennard-Jones atoms, charges (Ewald), Verlet lists, velocity Verlet, spatial decomposition",
                     declare_keys, check, create,
                     {"position", "velocity", "image", "id", "type", "thermostat_work", "charge", "molecule", "special", "bond_atom",
-                     "bond_type", "angle_atom", "angle_type", "settle_atom", "settle_type"}, true});
+                     "bond_type", "angle_atom", "angle_type", "settle_atom", "settle_type", "shake_atom", "shake_type"}, true});
 }
 
 }  // namespace cumulus::md

@@ -12,7 +12,7 @@
 #include "solvers/md/bonded.hpp"
 #include "solvers/md/lattice.hpp"
 #include "solvers/md/force.hpp"
-#include "solvers/md/settle.hpp"
+#include "solvers/md/constraints.hpp"
 #include "solvers/md/kspace.hpp"
 
 namespace cumulus::md {
@@ -149,7 +149,7 @@ void declare_keys(Schema& s) {
   s.key("md.langevin_damping", ValueType::real, "Langevin damping time 1/gamma (tau)").def(1.0).positive();
   declare_kspace_keys(s);
   declare_bonded_keys(s);
-  declare_settle_keys(s);
+  declare_constraint_keys(s);
   declare_barostat_keys(s);
   s.key("md.thermostat_temperature", ValueType::real, "Bath temperature of the thermostat (-1: md.temperature)")
       .def(-1.0)
@@ -289,7 +289,7 @@ void check(const Config& job, int nranks) {
                          s.cutoff + s.skin, L[d], d));
   }
   check_bonded(cfg, from_file ? &data : nullptr, L, s.cutoff + s.skin);
-  rigid_water(cfg, from_file ? &data : nullptr);
+  constraint_topology(cfg, from_file ? &data : nullptr);
   check_barostat(cfg, L, s.cutoff + s.skin);
   if (natoms > 2e9) cfg.fail("md.cells", strprintf("%.3g atoms is more than cumulus indexes (2^31)", natoms));
   {

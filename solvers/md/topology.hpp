@@ -27,7 +27,7 @@ struct AtomBonded {
   std::vector<std::pair<std::array<std::int64_t, 3>, int>> angles;
 };
 // `skip_bond_types`, `skip_angle_types` (indexed by 1-based type; may be empty): types left out,
-// the constrained ones (settle.hpp).
+// the constrained ones (constraints.hpp).
 std::vector<AtomBonded> bonded_terms(const DataFile& d, bool bonds, bool angles, const std::vector<bool>& skip_bond_types = {},
                                      const std::vector<bool>& skip_angle_types = {});
 

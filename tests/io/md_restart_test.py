@@ -295,12 +295,15 @@ NPT = ["--set", "md.thermostat=langevin", "--set", "md.thermostat_temperature=1.
        "md.barostat_damping=0.1"]
 RIGID = ["--set", "md.bond_style=none", "--set", "md.angle_style=none", "--set", "md.constrain_bonds=[1]",
          "--set", "md.constrain_angles=[1]"]
-for label, extra, fields in (("molecules", [], ("position", "velocity", "image", "bond_atom", "bond_type", "angle_atom",
-                                                  "angle_type")),
-                             ("rigid molecules", RIGID, ("position", "velocity", "image", "settle_atom", "settle_type")),
-                             ("rigid molecules at constant pressure", RIGID + NPT, ("position", "velocity", "image",
-                                                                                     "barostat_state"))):
-    tag = "mol" if not extra else ("rig" if extra == RIGID else "npt")
+# The bonds alone constrained (SHAKE/RATTLE; the angles harmonic), at constant pressure: the
+# clusters' atoms come back with the atoms.
+SHAKE = ["--set", "md.bond_style=none", "--set", "md.constrain_bonds=[1]"]
+for label, tag, extra, fields in (
+        ("molecules", "mol", [], ("position", "velocity", "image", "bond_atom", "bond_type", "angle_atom", "angle_type")),
+        ("rigid molecules", "rig", RIGID, ("position", "velocity", "image", "settle_atom", "settle_type")),
+        ("rigid molecules at constant pressure", "npt", RIGID + NPT, ("position", "velocity", "image", "barostat_state")),
+        ("SHAKE clusters at constant pressure", "shk", SHAKE + NPT,
+         ("position", "velocity", "image", "shake_atom", "shake_type", "barostat_state"))):
     rc, out = run(["run", "molecules.toml", "--set", f"run.directory=ref_{tag}"] + extra, d)
     r.check(rc == 0, f"{label}: reference run", out)
     for first, second in ((1, 1), (2, 3)):
@@ -371,4 +374,9 @@ if m:
     if kept:
         a = array(os.path.join(d, "settle_fail", "checkpoints", kept[-1]), "position")
         r.check(np.isfinite(a).all(), "rigid molecules: the kept checkpoint reads back, finite")
+# SHAKE failing likewise: exit 3 naming the cluster's first atom and the step.
+rc, out = run(["run", "molecules.toml", "--set", "run.directory=shake_fail", "--set", "md.dt=0.05", "--set",
+               "run.end_step=200"] + SHAKE, d, ranks=2)
+m = re.search(r"SHAKE did not converge for the cluster of atom (\d+) \(its data-file id\) at step (\d+)", out)
+r.check(rc == 3 and m is not None, "SHAKE clusters: not converging exits 3 naming the cluster's atom and the step", out[-1500:])
 r.finish()

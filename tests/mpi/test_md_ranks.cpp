@@ -373,6 +373,18 @@ TEST_P(MdRanks, RigidMoleculesAtConstantPressureAtAnyRankCount) {
                                          "pressure = 2.0\ncompressibility = 0.05\nbarostat_damping = 0.1\nbarostat_every = 10\n");
 }
 
+// SHAKE/RATTLE: the bonds alone constrained (X-H-like: each molecule a three-atom cluster of two
+// constrained bonds, its angle harmonic) at constant pressure (each cluster scaled about its
+// centre): positions through Newton iterations on each cluster's system, the same bits at any
+// rank count. (Clusters of three distances take the same path: Shake.WaterMatchesSettle checks
+// their arithmetic.)
+TEST_P(MdRanks, ShakeClustersAtAnyRankCount) {
+  CUMULUS_EXEC_OR_SKIP(ex, GetParam());
+  molecules_at_any_rank_count(ex, "shake", "constrain_bonds = [1]\nangle_style = \"harmonic\"\nthermostat = \"langevin\"\n"
+                                           "thermostat_temperature = 1.2\nlangevin_damping = 0.5\nbarostat = \"c_rescale\"\n"
+                                           "pressure = 2.0\ncompressibility = 0.05\nbarostat_damping = 0.1\nbarostat_every = 10\n");
+}
+
 TEST_P(MdRanks, EwaldWithExclusionsAtAnyRankCount) {
   CUMULUS_EXEC_OR_SKIP(ex, GetParam());
   charged_liquid_at_any_rank_count(ex, "ewald");
