@@ -419,6 +419,35 @@ TEST(MdBackends, CudaMatchesHostBitwise) {
   release_backend(gpu);
 }
 
+// Molecules on CUDA against the host, bit for bit: harmonic bonds and angles, rigid water by SETTLE
+// at constant pressure, and SHAKE/RATTLE's clusters (the Ewald sum, which runs on the host either
+// way; PME's CUDA spreading is checked to a tolerance by PmeBackends).
+TEST(MdBackends, MoleculesCudaMatchesHostBitwise) {
+  if (!cuda_built() || cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  const Comm world = Comm::world();
+  Exec gpu = select_backend("cuda", world.local_rank(), nullptr);
+  const std::string path = "/tmp/cumulus_md_molecules_cuda_np" + std::to_string(world.size()) + ".data";
+  if (world.is_root()) write_molecules(path);
+  world.barrier();
+  const std::string job = "[md]\ndata_file = \"" + path + "\"\ntemperature = 1.0\ndt = 0.002\npair_style = \"lj/cut/coul/long\"\n"
+                          "kspace_style = \"ewald\"\nkspace_tolerance = 1e-3\nspecial_lj = [0.0, 0.0, 0.0]\ncutoff = 2.5\n";
+  const std::string pairs = "[md.pairs.oh]\ntypes = [1, 2]\nepsilon = 0.0\nsigma = 1.0\n[md.pairs.hh]\ntypes = [2, 2]\nepsilon = 0.0\nsigma = 1.0\n";
+  const std::string npt = "thermostat = \"langevin\"\nthermostat_temperature = 1.2\nlangevin_damping = 0.5\nbarostat = \"c_rescale\"\n"
+                          "pressure = 2.0\ncompressibility = 0.05\nbarostat_damping = 0.1\nbarostat_every = 10\n";
+  for (const std::string& keys : {std::string("bond_style = \"harmonic\"\nangle_style = \"harmonic\"\n"),
+                                 "constrain_bonds = [1]\nconstrain_angles = [1]\n" + npt,
+                                 "constrain_bonds = [1]\nangle_style = \"harmonic\"\n" + npt}) {
+    const Config cfg = md_config(job + keys + pairs);
+    const std::vector<double> host = run_md(cfg, world, Exec::host());
+    const std::vector<double> cuda = run_md(cfg, world, gpu);
+    std::int64_t differ = world.is_root() && host != cuda ? 1 : 0;
+    EXPECT_EQ(world.sum(differ), 0) << "CUDA molecules' trajectory differs from the host's: " << keys;
+  }
+  world.barrier();
+  if (world.is_root()) std::remove(path.c_str());
+  release_backend(gpu);
+}
+
 // The Ewald case on CUDA against the host, bit for bit: the pair term's table (coul_table.hpp) is
 // built once on the host and read with the same operations on both backends (or, with
 // md.coul_table = false, its erfc and exp are core/hd_math's on both), and the k-space sum runs on
