@@ -19,7 +19,7 @@ import math
 import os
 import random
 
-from electrostatics import (checkpoint, lammps_run, lammps_with_h5py, read_spce, run_cases, run_cumulus, velocities_from,
+from electrostatics import (checkpoint, lammps_head, lammps_run, lammps_with_h5py, read_spce, run_cases, run_cumulus, velocities_from,
                             write_data)
 
 # SPC/Fw in LAMMPS's form (K holds the 1/2).
@@ -76,13 +76,7 @@ def cumulus_keys(dt):
 
 
 def lammps_script(data, dt):
-    return f"""units real
-atom_style full
-boundary p p p
-bond_style harmonic
-angle_style harmonic
-read_data {data}
-pair_style zero 8.0
+    return lammps_head(data) + f"""pair_style zero 8.0
 pair_coeff * *
 neighbor 0.0 bin
 timestep {dt!r}

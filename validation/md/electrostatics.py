@@ -418,6 +418,11 @@ def velocities_from(path_h5, n):
     return {int(i) + 1: vel[:, k] for k, i in enumerate(ids)}
 
 
+def lammps_head(data):
+    """The start of a LAMMPS script for a molecular data file (real units, harmonic bonds and angles)."""
+    return f"units real\natom_style full\nboundary p p p\nbond_style harmonic\nangle_style harmonic\nread_data {data}\n"
+
+
 def lammps_log(lmp, d, script):
     """Runs `script` with Debian's lmp in d; returns the lines of its log."""
     os.makedirs(d, exist_ok=True)

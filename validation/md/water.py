@@ -39,7 +39,7 @@ import random
 import sys
 
 
-from electrostatics import checkpoint, lammps_log, lammps_with_h5py, run_cases, read_spce, run_cumulus, write_data
+from electrostatics import checkpoint, lammps_head, lammps_log, lammps_with_h5py, run_cases, read_spce, run_cumulus, write_data
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -148,13 +148,7 @@ def cumulus_keys(dt, shift=False):
 
 
 def lammps_script(data, dt, steps, kspace="pppm 1e-5"):
-    return f"""units real
-atom_style full
-boundary p p p
-bond_style harmonic
-angle_style harmonic
-read_data {data}
-pair_style lj/cut/coul/long 9.0
+    return lammps_head(data) + f"""pair_style lj/cut/coul/long 9.0
 pair_coeff 1 1 {EPS_O!r} {SIGMA_O!r}
 pair_coeff 1 2 0.0 1.0
 pair_coeff 2 2 0.0 1.0
