@@ -28,26 +28,31 @@ namespace cumulus::md {
 constexpr int kCoulTableDegree = 7;  // coul_table_eval is written out for it
 constexpr int kCoulTableStride = kCoulTableDegree + 1;
 
-struct CoulTableView {
-  const double* c = nullptr;  // n * kCoulTableStride coefficients, lowest order first
-  double inv_ds = 0;          // 1 / interval width in s
-  double smax = 0;            // the table's end (cut2): s is clamped to it
+// R: double, or float for md.precision = "mixed" (the same coefficients rounded to float: about
+// 1e-7 of h, the precision of the rest of a mixed pair).
+template <class R>
+struct CoulTableViewT {
+  const R* c = nullptr;  // n * kCoulTableStride coefficients, lowest order first
+  R inv_ds = 0;          // 1 / interval width in s
+  R smax = 0;            // the table's end (cut2): s is clamped to it
   int n = 0;
 };
+using CoulTableView = CoulTableViewT<double>;
 
 // The table for alpha and cut2 (host memory): n and inv_ds are set.
 std::vector<double> coul_table_build(double alpha, double cut2, int* n, double* inv_ds);
 
 // h(s) and h'(s), s in [0, inf): beyond smax the end of the table (the caller masks those pairs).
-CUMULUS_HD inline void coul_table_eval(const CoulTableView& t, double s, double* h, double* dh) {
-  const double v = (s < t.smax ? s : t.smax) * t.inv_ds;
+template <class R>
+CUMULUS_HD inline void coul_table_eval(const CoulTableViewT<R>& t, R s, R* h, R* dh) {
+  const R v = (s < t.smax ? s : t.smax) * t.inv_ds;
   int k = static_cast<int>(v);
   if (k > t.n - 1) k = t.n - 1;
-  const double x = 2 * (v - k) - 1;
-  const double* c = t.c + k * kCoulTableStride;
+  const R x = 2 * (v - static_cast<R>(k)) - 1;
+  const R* c = t.c + k * kCoulTableStride;
   // Horner for the polynomial and its derivative, written out (a loop here kept the caller's loop
   // from vectorising).
-  double p = c[7], d = p;
+  R p = c[7], d = p;
   p = p * x + c[6];
   d = d * x + p;
   p = p * x + c[5];

@@ -15,9 +15,12 @@ namespace cumulus::md {
 
 // Lennard-Jones 12-6 between one pair of types, in the form the force loop wants:
 // F(r) r = r^-6 (lj1 r^-6 - lj2) and U(r) = r^-6 (lj3 r^-6 - lj4) - offset, inside cut2.
-struct LjCoefficients {
-  double cut2 = 0, lj1 = 0, lj2 = 0, lj3 = 0, lj4 = 0, offset = 0;
+// R: double, or float for md.precision = "mixed" (pair_lj_cut_coul_long_mixed.cpp).
+template <class R>
+struct LjCoefficientsT {
+  R cut2 = 0, lj1 = 0, lj2 = 0, lj3 = 0, lj4 = 0, offset = 0;
 };
+using LjCoefficients = LjCoefficientsT<double>;
 // The parameters of one type pair, and every pair's from the job's keys (md.epsilon, md.sigma,
 // md.cutoff, [md.pairs.*], md.mixing), row-major: lj/cut's, and lj/cut/coul/long's LJ part.
 struct LjPair {
@@ -27,10 +30,12 @@ struct LjPair {
 std::vector<LjPair> lj_pairs(const Config& cfg, int ntypes);
 
 // The table of every type pair, row-major (pair (a, b) at a * ntypes + b), in backend memory.
-struct LjTable {
-  const LjCoefficients* c = nullptr;
+template <class R>
+struct LjTableT {
+  const LjCoefficientsT<R>* c = nullptr;
   int ntypes = 1;
 };
+using LjTable = LjTableT<double>;
 
 // lj_forces: forces (and with a.energy, per-atom energies and virials) over a full list, on either
 // backend; lj_forces_half: over the host's half list (one thread). lj_virial: one component of the

@@ -55,6 +55,22 @@ class CoulLong : public ForceTerm {
     }
     table_ = Buffer<LjCoefficients>(ex.backend(), c.size());
     memory::copy(ex, ex.backend(), table_.data(), Backend::host, c.data(), c.size() * sizeof(LjCoefficients));
+    // md.precision = "mixed": the same coefficients and parameters rounded to fp32.
+    mixed_ = cfg.get<std::string>("md.precision") == "mixed";
+    if (mixed_) {
+      std::vector<LjCoefficients32> c32(c.size());
+      for (std::size_t k = 0; k < c.size(); ++k)
+        c32[k] = {static_cast<float>(c[k].cut2), static_cast<float>(c[k].lj1), static_cast<float>(c[k].lj2),
+                  static_cast<float>(c[k].lj3), static_cast<float>(c[k].lj4), static_cast<float>(c[k].offset)};
+      table32_ = Buffer<LjCoefficients32>::copy_of(ex, c32, 1);
+      p32_.qqr2e = static_cast<float>(p_.qqr2e);
+      p32_.cut2 = static_cast<float>(p_.cut2);
+      p32_.lj = p_.lj;
+      for (int l = 0; l < 4; ++l) {
+        p32_.special_lj[l] = static_cast<float>(p_.special_lj[l]);
+        p32_.special_coul[l] = static_cast<float>(p_.special_coul[l]);
+      }
+    }
   }
 
   std::string describe() const override {
@@ -70,6 +86,7 @@ class CoulLong : public ForceTerm {
         with_lj_ ? "" : "", p_.table.c ? strprintf("tabulated: %d intervals in r^2", p_.table.n).c_str() : "exact erfc",
         rc_, p_.alpha, p_.qqr2e, p_.special_lj[1], p_.special_lj[2], p_.special_lj[3], p_.special_coul[1],
         p_.special_coul[2], p_.special_coul[3]);
+    if (mixed_) out += "; mixed precision: the pair terms in fp32, their products and sums in fp64";
     return out;
   }
 
@@ -89,10 +106,23 @@ class CoulLong : public ForceTerm {
     coul_table_ = Buffer<double>(ex_->backend(), c.size());
     memory::copy(*ex_, ex_->backend(), coul_table_.data(), Backend::host, c.data(), c.size() * sizeof(double));
     p_.table = CoulTableView{coul_table_.data(), inv_ds, p_.cut2, n};
+    if (mixed_) {
+      p32_.alpha = static_cast<float>(alpha);
+      const std::vector<float> c32(c.begin(), c.end());
+      coul_table32_ = Buffer<float>::copy_of(*ex_, c32, 1);
+      p32_.table = CoulTableViewT<float>{coul_table32_.data(), static_cast<float>(inv_ds), p32_.cut2, n};
+    }
   }
 
   void compute(const Exec& ex, const Atoms& a) const override {
     sums_fresh_ = false;
+    if (mixed_) {
+      if (a.half)
+        coul_mixed_kernels::host_pass::coul_forces_half_mixed(a, table32(), p32_);
+      else
+        CUMULUS_KERNEL(ex, coul_mixed_kernels, coul_forces_mixed)(ex, a, table32(), p32_);
+      return;
+    }
     if (a.half)
       coul_kernels::host_pass::coul_forces_half(a, table(), p_);
     else
@@ -129,6 +159,7 @@ class CoulLong : public ForceTerm {
 
  private:
   LjTable table() const { return LjTable{table_.data(), nt_}; }
+  LjTable32 table32() const { return LjTable32{table32_.data(), nt_}; }
   // coul_sum's nine sums (virial tensor, LJ, Coulomb, special correction) over every rank, in
   // units of 2^-60 (terms up to 2^99: far below any energy's or virial's rounding). Computed once
   // after each force call (compute() marks them stale) for both the virial and the energies.
@@ -137,7 +168,9 @@ class CoulLong : public ForceTerm {
     constexpr int kExp = -60;
     ScopedTimer timer("md.coul_sum");
     ExactSum s[9];
-    if (a.half)
+    if (mixed_)
+      for (int w = 0; w < 9; ++w) s[w] = CUMULUS_KERNEL(ex, coul_mixed_kernels, coul_sum_mixed)(ex, a, table32(), p32_, w, kExp);
+    else if (a.half)
       coul_kernels::host_pass::coul_sums_half(a, table(), p_, kExp, s);
     else
       for (int w = 0; w < 9; ++w) s[w] = CUMULUS_KERNEL(ex, coul_kernels, coul_sum)(ex, a, table(), p_, w, kExp);
@@ -153,12 +186,15 @@ class CoulLong : public ForceTerm {
 
   const Exec* ex_;
   int nt_;
-  bool with_lj_, tail_ = false, tabulate_ = true;
+  bool with_lj_, tail_ = false, tabulate_ = true, mixed_ = false;
   double rc_ = 0;
   CoulParams p_;
   std::vector<LjPair> pairs_;
   Buffer<LjCoefficients> table_;
   Buffer<double> coul_table_;
+  CoulParams32 p32_;  // md.precision = "mixed": fp32 copies of the parameters and tables
+  Buffer<LjCoefficients32> table32_;
+  Buffer<float> coul_table32_;
   mutable std::array<double, 9> sums_{};
   mutable bool sums_fresh_ = false;
 };

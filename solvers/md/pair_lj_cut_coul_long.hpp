@@ -18,12 +18,15 @@ namespace cumulus::md {
 // (level 0: a plain pair, factor 1). `lj`: whether there is an LJ part (lj/cut/coul/long).
 // `table`: the tabulated erf(alpha r) / r (coul_table.hpp; md.coul_table, the default), or null
 // for the exact erfc per pair.
-struct CoulParams {
-  double qqr2e = 1, alpha = 0, cut2 = 0;
-  double special_lj[4] = {1, 0, 0, 0}, special_coul[4] = {1, 0, 0, 0};
+// R: double, or float for md.precision = "mixed" (pair_lj_cut_coul_long_mixed_kernels.cpp).
+template <class R>
+struct CoulParamsT {
+  R qqr2e = 1, alpha = 0, cut2 = 0;
+  R special_lj[4] = {1, 0, 0, 0}, special_coul[4] = {1, 0, 0, 0};
   bool lj = true;
-  CoulTableView table;
+  CoulTableViewT<R> table;
 };
+using CoulParams = CoulParamsT<double>;
 
 // One pair's terms from the table: F(r) / r, and the LJ, Coulomb and special-correction energies.
 // qq = qqr2e q_i q_j; fc, fl the special factors; `lj` the pair's LJ coefficients (used when
@@ -31,21 +34,22 @@ struct CoulParams {
 // Branch-free (terms beyond a cutoff multiplied by 0): the host's vectorised loop
 // (pair_lj_cut_coul_long_kernels.cpp) inlines this very function, so that it, the scalar loops and
 // CUDA give the same bits.
-CUMULUS_HD inline void coul_pair_tabulated(const CoulParams& p, const LjCoefficients& lj, double r2, double qq,
-                                           double fc, double fl, bool with_lj, double* fpair, double* evdwl,
-                                           double* ecoul, double* ecorr) {
-  const double in_c = r2 < p.cut2 ? 1.0 : 0.0;
-  const double rinv = 1.0 / sqrt(r2), r2i = rinv * rinv;
-  double h, dh;
+// R: double, or float (md.precision = "mixed"; the same operations).
+template <class R>
+CUMULUS_HD inline void coul_pair_tabulated(const CoulParamsT<R>& p, const LjCoefficientsT<R>& lj, R r2, R qq, R fc, R fl,
+                                           bool with_lj, R* fpair, R* evdwl, R* ecoul, R* ecorr) {
+  const R in_c = r2 < p.cut2 ? R(1) : R(0);
+  const R rinv = R(1) / sqrt(r2), r2i = rinv * rinv;
+  R h, dh;
   coul_table_eval(p.table, r2, &h, &dh);
-  const double q = qq * in_c;
-  double f = q * (fc * rinv * r2i + 2 * dh);
+  const R q = qq * in_c;
+  R f = q * (fc * rinv * r2i + 2 * dh);
   *ecoul = fc * q * (rinv - h);
   *ecorr = -(1 - fc) * q * h;
   *evdwl = 0;
   if (with_lj) {
-    const double in_l = r2 < lj.cut2 ? fl : 0.0;
-    const double r6i = r2i * r2i * r2i;
+    const R in_l = r2 < lj.cut2 ? fl : R(0);
+    const R r6i = r2i * r2i * r2i;
     f += in_l * r6i * (lj.lj1 * r6i - lj.lj2) * r2i;
     *evdwl = in_l * (r6i * (lj.lj3 * r6i - lj.lj4) - lj.offset);
   }
@@ -113,5 +117,22 @@ CUMULUS_HD inline int special_level(const Atoms& a, int i, std::int64_t idj) {
   void coul_sums_half(const Atoms& a, const LjTable& lj, const CoulParams& p, int e, ExactSum* out);
 CUMULUS_DECLARE_KERNEL_PASSES(coul_kernels, CUMULUS_COUL_KERNELS)
 #undef CUMULUS_COUL_KERNELS
+
+// md.precision = "mixed" (as OpenMM's and GROMACS's mixed precision): each pair's separation in
+// fp64 (the minimum image of fp64 positions), rounded to fp32; its terms by coul_pair_tabulated in
+// fp32 from fp32 coefficients and table; then every product with the separation and every sum in
+// fp64 (a product of two fp32 numbers is exact in fp64). The order of the sums is the double
+// path's, so mixed runs have the same bits at any rank count and on both backends too.
+using LjCoefficients32 = LjCoefficientsT<float>;
+using LjTable32 = LjTableT<float>;
+using CoulParams32 = CoulParamsT<float>;
+// The mixed kernels, as the double ones (coul_forces, coul_forces_half, coul_sum), over full lists
+// on either backend and the host's half list; coul_sum_mixed takes either list.
+#define CUMULUS_COUL_MIXED_KERNELS                                                                      \
+  void coul_forces_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj, const CoulParams32& p);   \
+  void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParams32& p);              \
+  ExactSum coul_sum_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj, const CoulParams32& p, int which, int e);
+CUMULUS_DECLARE_KERNEL_PASSES(coul_mixed_kernels, CUMULUS_COUL_MIXED_KERNELS)
+#undef CUMULUS_COUL_MIXED_KERNELS
 
 }  // namespace cumulus::md

@@ -98,6 +98,12 @@ void declare_keys(Schema& s) {
         "list at one thread) or 'auto' (kernels on CUDA, host on the host). Same trajectory bits either way")
       .def(std::string("auto"))
       .one_of({"auto", "host", "kernels"});
+  s.key("md.precision", ValueType::string,
+        "double (every force term in fp64) or mixed (as OpenMM's and GROMACS's: the pair terms of lj/cut/coul/long and "
+        "coul/long in fp32 with fp64 products and sums; k-space, bonded terms, constraints and integration in fp64). "
+        "Either has the same bits at any rank count")
+      .def(std::string("double"))
+      .one_of({"double", "mixed"});
   s.key("md.types", ValueType::integer,
         "Number of atom types (with a data file left at its default: the file's 'atom types')")
       .def(std::int64_t{1})
@@ -276,6 +282,14 @@ void check(const Config& job, int nranks) {
   }
   const ForceStyle& style = force_style(cfg.get<std::string>("md.pair_style"));
   style.check(cfg, ntypes);
+  if (cfg.get<std::string>("md.precision") == "mixed") {
+    const std::string pair = cfg.get<std::string>("md.pair_style");
+    if (pair != "lj/cut/coul/long" && pair != "coul/long")
+      cfg.fail("md.precision", "is mixed, which the pair styles lj/cut/coul/long and coul/long offer so far; md.pair_style is " +
+                                   pair + ": use double");
+    if (!cfg.get<bool>("md.coul_table"))
+      cfg.fail("md.precision", "is mixed, which takes the tabulated Coulomb term (md.coul_table = true), not the exact erfc");
+  }
   const double kspace_bytes = check_charges(cfg, from_file ? &data : nullptr);
   const Setup s = read_setup(cfg, from_file ? data.ntypes : 0);
   const std::array<double, 3> L = box_lengths(s, from_file ? &data : nullptr);

@@ -385,6 +385,13 @@ TEST_P(MdRanks, ShakeClustersAtAnyRankCount) {
                                            "pressure = 2.0\ncompressibility = 0.05\nbarostat_damping = 0.1\nbarostat_every = 10\n");
 }
 
+// Mixed precision (fp32 pair terms, fp64 sums in the double path's order): rigid molecules with
+// PME, the same bits at any rank count and with the kernel-built list.
+TEST_P(MdRanks, MixedPrecisionAtAnyRankCount) {
+  CUMULUS_EXEC_OR_SKIP(ex, GetParam());
+  molecules_at_any_rank_count(ex, "mixed", "precision = \"mixed\"\nconstrain_bonds = [1]\nconstrain_angles = [1]\n");
+}
+
 TEST_P(MdRanks, EwaldWithExclusionsAtAnyRankCount) {
   CUMULUS_EXEC_OR_SKIP(ex, GetParam());
   charged_liquid_at_any_rank_count(ex, "ewald");
@@ -420,7 +427,7 @@ TEST(MdBackends, CudaMatchesHostBitwise) {
 }
 
 // Molecules on CUDA against the host, bit for bit: harmonic bonds and angles, rigid water by SETTLE
-// at constant pressure, and SHAKE/RATTLE's clusters (the Ewald sum, which runs on the host either
+// at constant pressure, SHAKE/RATTLE's clusters, and mixed precision (the Ewald sum, which runs on the host either
 // way; PME's CUDA spreading is checked to a tolerance by PmeBackends).
 TEST(MdBackends, MoleculesCudaMatchesHostBitwise) {
   if (!cuda_built() || cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
@@ -436,7 +443,8 @@ TEST(MdBackends, MoleculesCudaMatchesHostBitwise) {
                           "pressure = 2.0\ncompressibility = 0.05\nbarostat_damping = 0.1\nbarostat_every = 10\n";
   for (const std::string& keys : {std::string("bond_style = \"harmonic\"\nangle_style = \"harmonic\"\n"),
                                  "constrain_bonds = [1]\nconstrain_angles = [1]\n" + npt,
-                                 "constrain_bonds = [1]\nangle_style = \"harmonic\"\n" + npt}) {
+                                 "constrain_bonds = [1]\nangle_style = \"harmonic\"\n" + npt,
+                                 std::string("precision = \"mixed\"\nbond_style = \"harmonic\"\nangle_style = \"harmonic\"\n")}) {
     const Config cfg = md_config(job + keys + pairs);
     const std::vector<double> host = run_md(cfg, world, Exec::host());
     const std::vector<double> cuda = run_md(cfg, world, gpu);

@@ -311,52 +311,68 @@ TEST(CoulTable, MatchesErfOverROfLongDouble) {
 // at one thread, full list at two) against coul_pair, the scalar function CUDA's coul_atom calls,
 // summed in list order: the same bits, for 432 atoms of two types with charges of both signs,
 // special (1-2 and 1-3) pairs and partners across the periodic boundary.
+// A jittered 6 x 6 x 12 lattice of 432 ions of two types in an 18 A box, in bonded chains of three
+// (1-2 and 1-3 special pairs), with the parameters of lj/cut/coul/long: the tabulated loops' test
+// system.
+struct IonChains {
+  static constexpr int n = 432;
+  const double box[3] = {18.0, 18.0, 18.0};
+  MdAtoms atoms;
+  CoulParams p;
+  std::vector<double> table;
+  std::vector<LjCoefficients> c;
+  explicit IonChains(const Exec& ex) : atoms(ex, std::vector<double>{22.99, 35.45}, AtomLayout{.charged = true, .nspecial = 2}) {
+    atoms.store.resize_owned(n);
+    std::uint64_t z = 0x9E3779B97F4A7C15ull;
+    auto uniform = [&z] {
+      z ^= z << 13;
+      z ^= z >> 7;
+      z ^= z << 17;
+      return static_cast<double>(z >> 11) / 9007199254740992.0;
+    };
+    for (int i = 0; i < n; ++i) {
+      const int cell[3] = {i % 6, (i / 6) % 6, i / 36};
+      const double spacing[3] = {3.0, 3.0, 1.5};
+      for (int d = 0; d < 3; ++d) atoms.hx(d)[i] = (cell[d] + 0.5) * spacing[d] + 0.4 * (uniform() - 0.5);
+      atoms.hid()[i] = i;
+      atoms.htype()[i] = i % 2;
+      atoms.store.host<double>(atoms.charge)[i] = (i % 2 ? -1.0 : 1.0) * (0.5 + uniform());
+      // Atoms 3k, 3k+1, 3k+2 a bonded chain: 1-2 pairs (level 1) and the 1-3 pair (level 2).
+      const int k = i / 3 * 3, r = i % 3;
+      std::int64_t sp[2] = {-1, -1};
+      if (r == 0) sp[0] = (k + 1) * 4 + 1, sp[1] = (k + 2) * 4 + 2;
+      if (r == 1) sp[0] = k * 4 + 1, sp[1] = (k + 2) * 4 + 1;
+      if (r == 2) sp[0] = k * 4 + 2, sp[1] = (k + 1) * 4 + 1;
+      for (int c2 = 0; c2 < 2; ++c2) atoms.store.host<std::int64_t>(atoms.special, c2)[i] = sp[c2];
+    }
+    atoms.store.upload();
+    p.qqr2e = 332.06371;
+    p.alpha = 0.33;
+    p.cut2 = 8.0 * 8.0;
+    p.special_lj[1] = 0.0, p.special_lj[2] = 0.5, p.special_lj[3] = 0.5;
+    p.special_coul[1] = 0.0, p.special_coul[2] = 0.25, p.special_coul[3] = 0.5;
+    int nt = 0;
+    double inv_ds = 0;
+    table = coul_table_build(p.alpha, p.cut2, &nt, &inv_ds);
+    p.table = CoulTableView{table.data(), inv_ds, p.cut2, nt};
+    c.resize(4);
+    const double eps[4] = {0.1, 0.2, 0.2, 0.15}, sigma[4] = {2.5, 3.0, 3.0, 4.0}, cut[4] = {8.0, 7.0, 7.0, 6.5};
+    for (int t = 0; t < 4; ++t) {
+      const double s6 = std::pow(sigma[t], 6);
+      c[static_cast<std::size_t>(t)] = {cut[t] * cut[t],      48 * eps[t] * s6 * s6, 24 * eps[t] * s6,
+                                        4 * eps[t] * s6 * s6, 4 * eps[t] * s6,       0.01};
+    }
+  }
+};
+
 TEST(PairCoulLong, TabulatedLoopsGiveCoulPairsBits) {
   Exec ex;
-  const double box[3] = {18.0, 18.0, 18.0};
-  const int n = 432;  // a jittered 6 x 6 x 12 lattice
-  MdAtoms atoms(ex, std::vector<double>{22.99, 35.45}, AtomLayout{.charged = true, .nspecial = 2});
-  atoms.store.resize_owned(n);
-  std::uint64_t z = 0x9E3779B97F4A7C15ull;
-  auto uniform = [&z] {
-    z ^= z << 13;
-    z ^= z >> 7;
-    z ^= z << 17;
-    return static_cast<double>(z >> 11) / 9007199254740992.0;
-  };
-  for (int i = 0; i < n; ++i) {
-    const int c[3] = {i % 6, (i / 6) % 6, i / 36};
-    const double spacing[3] = {3.0, 3.0, 1.5};
-    for (int d = 0; d < 3; ++d) atoms.hx(d)[i] = (c[d] + 0.5) * spacing[d] + 0.4 * (uniform() - 0.5);
-    atoms.hid()[i] = i;
-    atoms.htype()[i] = i % 2;
-    atoms.store.host<double>(atoms.charge)[i] = (i % 2 ? -1.0 : 1.0) * (0.5 + uniform());
-    // Atoms 3k, 3k+1, 3k+2 a bonded chain: 1-2 pairs (level 1) and the 1-3 pair (level 2).
-    const int k = i / 3 * 3, r = i % 3;
-    std::int64_t s[2] = {-1, -1};
-    if (r == 0) s[0] = (k + 1) * 4 + 1, s[1] = (k + 2) * 4 + 2;
-    if (r == 1) s[0] = k * 4 + 1, s[1] = (k + 2) * 4 + 1;
-    if (r == 2) s[0] = k * 4 + 2, s[1] = (k + 1) * 4 + 1;
-    for (int c2 = 0; c2 < 2; ++c2) atoms.store.host<std::int64_t>(atoms.special, c2)[i] = s[c2];
-  }
-  atoms.store.upload();
-  CoulParams p;
-  p.qqr2e = 332.06371;
-  p.alpha = 0.33;
-  p.cut2 = 8.0 * 8.0;
-  p.special_lj[1] = 0.0, p.special_lj[2] = 0.5, p.special_lj[3] = 0.5;
-  p.special_coul[1] = 0.0, p.special_coul[2] = 0.25, p.special_coul[3] = 0.5;
-  int nt = 0;
-  double inv_ds = 0;
-  const std::vector<double> table = coul_table_build(p.alpha, p.cut2, &nt, &inv_ds);
-  p.table = CoulTableView{table.data(), inv_ds, p.cut2, nt};
-  std::vector<LjCoefficients> c(4);
-  const double eps[4] = {0.1, 0.2, 0.2, 0.15}, sigma[4] = {2.5, 3.0, 3.0, 4.0}, cut[4] = {8.0, 7.0, 7.0, 6.5};
-  for (int t = 0; t < 4; ++t) {
-    const double s6 = std::pow(sigma[t], 6);
-    c[static_cast<std::size_t>(t)] = {cut[t] * cut[t],      48 * eps[t] * s6 * s6, 24 * eps[t] * s6,
-                                      4 * eps[t] * s6 * s6, 4 * eps[t] * s6,       0.01};
-  }
+  IonChains ions(ex);
+  const int n = IonChains::n;
+  const double* const box = ions.box;
+  MdAtoms& atoms = ions.atoms;
+  CoulParams& p = ions.p;
+  const std::vector<LjCoefficients>& c = ions.c;
   for (bool generic : {false, true})
     for (bool with_lj : {true, false}) {
       SCOPED_TRACE(generic ? "the generic loop (CUMULUS_NO_AVX512)" : "the AVX-512 loop where the CPU has it");
@@ -416,6 +432,74 @@ TEST(PairCoulLong, TabulatedLoopsGiveCoulPairsBits) {
       }
     }
   ::unsetenv("CUMULUS_NO_AVX512");
+}
+
+// md.precision = "mixed": the fp32 pair terms with fp64 sums against the double path, and the same
+// bits over the full list (two threads) and the half list (one).
+TEST(PairCoulLong, MixedPrecisionIsDoubleToFp32AndTheSameOverBothLists) {
+  Exec ex;
+  IonChains ions(ex);
+  const int n = IonChains::n;
+  CoulParams32 p32;
+  p32.qqr2e = static_cast<float>(ions.p.qqr2e);
+  p32.cut2 = static_cast<float>(ions.p.cut2);
+  for (int l = 0; l < 4; ++l) {
+    p32.special_lj[l] = static_cast<float>(ions.p.special_lj[l]);
+    p32.special_coul[l] = static_cast<float>(ions.p.special_coul[l]);
+  }
+  const std::vector<float> table32(ions.table.begin(), ions.table.end());
+  p32.table = CoulTableViewT<float>{table32.data(), static_cast<float>(ions.p.table.inv_ds), p32.cut2, ions.p.table.n};
+  std::vector<LjCoefficients32> c32;
+  for (const LjCoefficients& q : ions.c)
+    c32.push_back({static_cast<float>(q.cut2), static_cast<float>(q.lj1), static_cast<float>(q.lj2), static_cast<float>(q.lj3),
+                   static_cast<float>(q.lj4), static_cast<float>(q.offset)});
+  const LjTable lj{ions.c.data(), 2};
+  const LjTable32 lj32{c32.data(), 2};
+  std::vector<double> dbl[5], mixed[2][5];
+  double sums[2][9];
+  for (int threads : {2, 1}) {
+    const int saved = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    auto list = make_host_neighbor_list(ex);
+    ions.atoms.fit_scratch(ions.atoms.nown());
+    list->build(ions.atoms, ions.box, 8.5);
+    ions.atoms.fit_scratch(list->half() ? ions.atoms.nlocal() : ions.atoms.nown());
+    Atoms a = ions.atoms.view(list.get(), ions.box);
+    a.energy = true;
+    const double* got[5] = {a.fx, a.fy, a.fz, a.pe, a.virial};
+    if (threads == 2) {
+      coul_kernels::host_pass::coul_forces(ex, a, lj, ions.p);
+      for (int w = 0; w < 5; ++w) dbl[w].assign(got[w], got[w] + n);
+      coul_mixed_kernels::host_pass::coul_forces_mixed(ex, a, lj32, p32);
+    } else {
+      coul_mixed_kernels::host_pass::coul_forces_half_mixed(a, lj32, p32);
+    }
+    for (int w = 0; w < 5; ++w) mixed[threads - 1][w].assign(got[w], got[w] + n);
+    for (int w = 0; w < 9; ++w) {
+      double v = 0;
+      ASSERT_TRUE(coul_mixed_kernels::host_pass::coul_sum_mixed(ex, a, lj32, p32, w, -60).value_rounded(-60, &v));
+      sums[threads - 1][w] = v;
+    }
+    omp_set_num_threads(saved);
+  }
+  for (int w = 0; w < 5; ++w) EXPECT_TRUE(mixed[0][w] == mixed[1][w]) << "full and half list differ in array " << w;
+  for (int w = 0; w < 9; ++w) EXPECT_EQ(sums[0][w], sums[1][w]) << "sum " << w;
+  double df = 0, f2 = 0, pe_d = 0, pe_m = 0;
+  for (int i = 0; i < n; ++i) {
+    for (int w = 0; w < 3; ++w) {
+      const double e = mixed[1][w][static_cast<std::size_t>(i)] - dbl[w][static_cast<std::size_t>(i)];
+      df += e * e;
+      f2 += dbl[w][static_cast<std::size_t>(i)] * dbl[w][static_cast<std::size_t>(i)];
+    }
+    pe_d += dbl[3][static_cast<std::size_t>(i)];
+    pe_m += mixed[1][3][static_cast<std::size_t>(i)];
+  }
+  const double rms = std::sqrt(df / f2), epot = std::fabs(pe_m - pe_d) / std::fabs(pe_d);
+  std::printf("[ mixed ] RMS force error %.2e of the RMS force, energy %.2e relative\n", rms, epot);
+  EXPECT_LT(rms, 2e-6);  // fp32 terms: some units of 2^-24 (6.9e-7 here)
+  EXPECT_GT(rms, 1e-10);  // and fp32 indeed
+  EXPECT_LT(epot, 1e-6);
+  EXPECT_NEAR(sums[1][6] + sums[1][7] + sums[1][8], pe_m, 1e-9 * std::fabs(pe_m));  // the thermo sums are the forces' terms
 }
 
 // A data file's Pair Coeffs become the LJ pairs of types the job leaves alone; the job's
