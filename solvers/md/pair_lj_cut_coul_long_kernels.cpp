@@ -10,6 +10,7 @@
 #endif
 
 #include "solvers/md/pair_lj_cut_coul_long.hpp"
+#include "solvers/md/pair_host_simd.hpp"
 
 namespace cumulus::md {
 namespace coul_kernels::CUMULUS_PASS {
@@ -75,6 +76,11 @@ CUMULUS_HD inline void coul_atom(const Atoms& a, const LjTable& lj, const CoulPa
 // the build forbids contraction (-ffp-contract=off), so every version gives the same bits.
 #define CUMULUS_COUL_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 namespace {
+using pair_simd::SpecialCursor;
+#if defined(__x86_64__)
+using pair_simd::has_avx512;
+using pair_simd::image512;
+#endif
 
 // The tabulated terms of a chunk of one atom's neighbours (md.coul_table): the partners' indices,
 // types and special levels gathered first (in list order, so the special partners merge with the
@@ -92,20 +98,6 @@ struct alignas(64) CoulChunk {
   double f[kChunk], ev[kChunk], ec[kChunk], ek[kChunk];  // F / r and the three energies (AVX-512)
 };
 inline int padded(int m) { return (m + kLanes - 1) / kLanes * kLanes; }
-
-// Atom i's special partners as a cursor: partners' ids ascend along a list and along i's specials.
-struct SpecialCursor {
-  const Atoms* a;
-  int i, k = 0;
-  int level(std::int64_t idj) {
-    for (; k < a->nspecial; ++k) {
-      const std::int64_t v = a->special[k][i];
-      if (v < 0 || (v >> 2) > idj) return 0;
-      if ((v >> 2) == idj) return static_cast<int>(v & 3);
-    }
-    return 0;
-  }
-};
 
 // minimum_image as an added shift: the same result (d + -L is d - L) but for the sign of a zero
 // difference, whose terms are zeros either way; GCC if-converts a choice between constants, not
@@ -202,12 +194,6 @@ struct CoulFast {
 // coul_chunk_terms by hand in AVX-512 (GCC 12 does not vectorise the gathers from the atoms and
 // the table at its generic tuning): coul_pair_tabulated's operations in its order, lane by lane, so
 // the same bits. Lanes past m repeat the last partner (the chunk's padding) and are never read.
-inline bool has_avx512() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"); }
-__attribute__((target("avx512f,avx512vl"))) inline __m512d image512(__m512d d, __m512d L, __m512d h, __m512d mh) {
-  const __mmask8 gt = _mm512_cmp_pd_mask(d, h, _CMP_GT_OQ);
-  const __mmask8 lt = _mm512_cmp_pd_mask(d, mh, _CMP_LT_OQ);
-  return _mm512_mask_add_pd(_mm512_mask_sub_pd(d, gt, d, L), static_cast<__mmask8>(lt & ~gt), d, L);
-}
 // All eight lanes (the masked form: GCC 12's unmasked one warns of an uninitialised source).
 __attribute__((target("avx512f,avx512vl"))) inline __m512d gather(__m256i idx, const double* base) {
   return _mm512_mask_i32gather_pd(_mm512_setzero_pd(), static_cast<__mmask8>(0xFF), idx, base, 8);

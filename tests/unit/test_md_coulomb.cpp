@@ -435,7 +435,7 @@ TEST(PairCoulLong, TabulatedLoopsGiveCoulPairsBits) {
 }
 
 // md.precision = "mixed": the fp32 pair terms with fp64 sums against the double path, and the same
-// bits over the full list (two threads) and the half list (one).
+// bits over the full list (two threads) and the half list (one), by the generic and AVX-512 loops.
 TEST(PairCoulLong, MixedPrecisionIsDoubleToFp32AndTheSameOverBothLists) {
   Exec ex;
   IonChains ions(ex);
@@ -455,9 +455,16 @@ TEST(PairCoulLong, MixedPrecisionIsDoubleToFp32AndTheSameOverBothLists) {
                    static_cast<float>(q.lj4), static_cast<float>(q.offset)});
   const LjTable lj{ions.c.data(), 2};
   const LjTable32 lj32{c32.data(), 2};
-  std::vector<double> dbl[5], mixed[2][5];
-  double sums[2][9];
-  for (int threads : {2, 1}) {
+  // The double path's full list; then mixed over the full list (two threads) and the half list
+  // (one), with the generic loops (CUMULUS_NO_AVX512) and with the AVX-512 loop where the CPU has it.
+  std::vector<double> dbl[5], mixed[4][5];
+  double sums[4][9];
+  for (int run = 0; run < 4; ++run) {
+    const int threads = run % 2 == 0 ? 2 : 1;
+    if (run < 2)
+      ::setenv("CUMULUS_NO_AVX512", "1", 1);
+    else
+      ::unsetenv("CUMULUS_NO_AVX512");
     const int saved = omp_get_max_threads();
     omp_set_num_threads(threads);
     auto list = make_host_neighbor_list(ex);
@@ -468,22 +475,28 @@ TEST(PairCoulLong, MixedPrecisionIsDoubleToFp32AndTheSameOverBothLists) {
     a.energy = true;
     const double* got[5] = {a.fx, a.fy, a.fz, a.pe, a.virial};
     if (threads == 2) {
-      coul_kernels::host_pass::coul_forces(ex, a, lj, ions.p);
-      for (int w = 0; w < 5; ++w) dbl[w].assign(got[w], got[w] + n);
+      if (run == 0) {
+        coul_kernels::host_pass::coul_forces(ex, a, lj, ions.p);
+        for (int w = 0; w < 5; ++w) dbl[w].assign(got[w], got[w] + n);
+      }
       coul_mixed_kernels::host_pass::coul_forces_mixed(ex, a, lj32, p32);
     } else {
       coul_mixed_kernels::host_pass::coul_forces_half_mixed(a, lj32, p32);
     }
-    for (int w = 0; w < 5; ++w) mixed[threads - 1][w].assign(got[w], got[w] + n);
+    for (int w = 0; w < 5; ++w) mixed[run][w].assign(got[w], got[w] + n);
     for (int w = 0; w < 9; ++w) {
       double v = 0;
       ASSERT_TRUE(coul_mixed_kernels::host_pass::coul_sum_mixed(ex, a, lj32, p32, w, -60).value_rounded(-60, &v));
-      sums[threads - 1][w] = v;
+      sums[run][w] = v;
     }
     omp_set_num_threads(saved);
   }
-  for (int w = 0; w < 5; ++w) EXPECT_TRUE(mixed[0][w] == mixed[1][w]) << "full and half list differ in array " << w;
-  for (int w = 0; w < 9; ++w) EXPECT_EQ(sums[0][w], sums[1][w]) << "sum " << w;
+  ::unsetenv("CUMULUS_NO_AVX512");
+  const char* names[4] = {"generic full list", "generic half list", "AVX-512 full list", "AVX-512 half list"};
+  for (int run = 1; run < 4; ++run) {
+    for (int w = 0; w < 5; ++w) EXPECT_TRUE(mixed[0][w] == mixed[run][w]) << names[run] << " differs in array " << w;
+    for (int w = 0; w < 9; ++w) EXPECT_EQ(sums[0][w], sums[run][w]) << names[run] << ", sum " << w;
+  }
   double df = 0, f2 = 0, pe_d = 0, pe_m = 0;
   for (int i = 0; i < n; ++i) {
     for (int w = 0; w < 3; ++w) {
@@ -499,7 +512,7 @@ TEST(PairCoulLong, MixedPrecisionIsDoubleToFp32AndTheSameOverBothLists) {
   EXPECT_LT(rms, 2e-6);  // fp32 terms: some units of 2^-24 (6.9e-7 here)
   EXPECT_GT(rms, 1e-10);  // and fp32 indeed
   EXPECT_LT(epot, 1e-6);
-  EXPECT_NEAR(sums[1][6] + sums[1][7] + sums[1][8], pe_m, 1e-9 * std::fabs(pe_m));  // the thermo sums are the forces' terms
+  EXPECT_NEAR(sums[0][6] + sums[0][7] + sums[0][8], pe_m, 1e-9 * std::fabs(pe_m));  // the thermo sums are the forces' terms
 }
 
 // A data file's Pair Coeffs become the LJ pairs of types the job leaves alone; the job's

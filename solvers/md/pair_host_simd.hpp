@@ -1,0 +1,40 @@
+#pragma once
+// What the host's hand-vectorised pair loops share (pair_lj_cut_coul_long_kernels.cpp in double,
+// pair_lj_cut_coul_long_mixed_kernels.cpp in mixed precision): the special-partner cursor, the CPU
+// check and the minimum image in AVX-512. Host code only.
+#if !defined(__CUDACC__)
+#include <cstdint>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "solvers/md/md_kernels.hpp"
+
+namespace cumulus::md::pair_simd {
+
+// Atom i's special partners as a cursor: partners' ids ascend along a list and along i's specials.
+struct SpecialCursor {
+  const Atoms* a;
+  int i, k = 0;
+  int level(std::int64_t idj) {
+    for (; k < a->nspecial; ++k) {
+      const std::int64_t v = a->special[k][i];
+      if (v < 0 || (v >> 2) > idj) return 0;
+      if ((v >> 2) == idj) return static_cast<int>(v & 3);
+    }
+    return 0;
+  }
+};
+
+#if defined(__x86_64__)
+inline bool has_avx512() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"); }
+// minimum_image on 8 lanes: d - L above L/2, d + L below -L/2 (the same results).
+__attribute__((target("avx512f,avx512vl"))) inline __m512d image512(__m512d d, __m512d L, __m512d h, __m512d mh) {
+  const __mmask8 gt = _mm512_cmp_pd_mask(d, h, _CMP_GT_OQ);
+  const __mmask8 lt = _mm512_cmp_pd_mask(d, mh, _CMP_LT_OQ);
+  return _mm512_mask_add_pd(_mm512_mask_sub_pd(d, gt, d, L), static_cast<__mmask8>(lt & ~gt), d, L);
+}
+#endif
+
+}  // namespace cumulus::md::pair_simd
+#endif
