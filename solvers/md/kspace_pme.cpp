@@ -86,7 +86,7 @@ PmeChoice pme_choice(const Config& cfg, const std::array<double, 3>& L, const Ch
 
 class PmeKSpace : public KSpace {
  public:
-  PmeKSpace(const Units& u, const PmeChoice& p, const ChargeTotals& c) : u_(u), p_(p), charges_(c) {
+  PmeKSpace(const Units& u, const PmeChoice& p, const ChargeTotals& c, bool mixed) : u_(u), p_(p), charges_(c), mixed_(mixed) {
     if (std::fabs(c.qsum) > 1e-5)
       log_warn(strprintf("md: the system's net charge is %.10g e: PME adds a uniform neutralising background "
                          "(energy -qqr2e pi Q^2 / (2 V alpha^2))", c.qsum));
@@ -94,9 +94,10 @@ class PmeKSpace : public KSpace {
 
   std::string describe() const override {
     return strprintf("; k-space: PME, grid %dx%dx%d, splines of order %d, alpha %.10g (estimated RMS force error %.3g, "
-                     "%.3g, %.3g), tin-foil%s%s",
+                     "%.3g, %.3g), tin-foil%s%s%s",
                      p_.grid[0], p_.grid[1], p_.grid[2], p_.order, p_.alpha, p_.error[0], p_.error[1], p_.error[2],
                      std::fabs(charges_.qsum) > 1e-5 ? strprintf(", net charge %g with a neutralising background", charges_.qsum).c_str() : "",
+                     mixed_ ? "; mixed precision: the grid, FFT and interpolation in fp32" : "",
                      pme_ ? ("; " + pme_->describe()).c_str() : "");
   }
   double alpha() const override { return p_.alpha; }
@@ -121,7 +122,10 @@ class PmeKSpace : public KSpace {
       pp.order = p_.order;
       pp.alpha = p_.alpha;
       pp.coulomb = u_.qqr2e;
-      pme_ = std::make_unique<Pme>(pp, *atoms_, box, drift_, comm.max(qmax), comm, ex);
+      if (mixed_)
+        pme_ = std::make_unique<PmeT<float>>(pp, *atoms_, box, drift_, comm.max(qmax), comm, ex);
+      else
+        pme_ = std::make_unique<PmeT<double>>(pp, *atoms_, box, drift_, comm.max(qmax), comm, ex);
       box_ = box;
     }
     if (box != box_) {
@@ -147,7 +151,7 @@ class PmeKSpace : public KSpace {
       pa.extra = e_bg_ / charges_.natoms;  // the background shared evenly, its virial 3 E_bg
       pa.extra_virial = 3 * e_bg_ / charges_.natoms;
     }
-    const Pme::Result r = pme_->compute(pa);
+    const PmeResult r = pme_->compute(pa);
     e_long_ = r.energy;
     w_ = r.virial;
     for (int c = 0; c < 3; ++c) w_[static_cast<std::size_t>(c)] += e_bg_;
@@ -164,7 +168,8 @@ class PmeKSpace : public KSpace {
   ChargeTotals charges_;
   std::unique_ptr<CartesianDecomposition> atoms_;
   double drift_ = 0;
-  std::unique_ptr<Pme> pme_;
+  std::unique_ptr<PmeSolver> pme_;
+  bool mixed_ = false;  // md.precision = "mixed": the grid, FFT and interpolation in fp32
   std::array<double, 3> box_{};
   double e_long_ = 0, e_self_ = 0, e_bg_ = 0;
   std::array<double, 6> w_{};
@@ -204,7 +209,8 @@ double check_pme(const Config& cfg, const std::array<double, 3>& L, const Charge
 }
 
 std::unique_ptr<KSpace> make_pme_kspace(const Config& cfg, const std::array<double, 3>& L, const ChargeTotals& c, double rc) {
-  return std::make_unique<PmeKSpace>(units_named(cfg.get<std::string>("md.units")), pme_choice(cfg, L, c, rc), c);
+  return std::make_unique<PmeKSpace>(units_named(cfg.get<std::string>("md.units")), pme_choice(cfg, L, c, rc), c,
+                                     cfg.get<std::string>("md.precision") == "mixed");
 }
 
 }  // namespace cumulus::md

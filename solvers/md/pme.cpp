@@ -16,7 +16,7 @@ namespace cumulus::md {
 std::vector<double> pme_bspline_moduli(int n, int order) {
   // M_p at the integers 1 .. p - 1 (M_p(0) = 0): the spline at w = 0.
   double m[kPmeMaxOrder];
-  pme_bspline(0.0, order, m, nullptr);
+  pme_bspline<double>(0.0, order, m, nullptr);
   std::vector<double> mod(static_cast<std::size_t>(n));
   for (int k = 0; k < n; ++k) {
     std::complex<double> s = 0;
@@ -46,8 +46,9 @@ CartesianDecomposition grid_split(const PmeParams& p, const CartesianDecompositi
 }
 }  // namespace
 
-Pme::Pme(const PmeParams& p, const CartesianDecomposition& atoms, const std::array<double, 3>& box, double drift,
-         double max_abs_charge, const Comm& comm, const Exec& exec)
+template <class R>
+PmeT<R>::PmeT(const PmeParams& p, const CartesianDecomposition& atoms, const std::array<double, 3>& box, double drift,
+              double max_abs_charge, const Comm& comm, const Exec& exec)
     : p_(p), comm_(comm), exec_(exec), box_(box), grid_decomp_(grid_split(p, atoms)) {
   if (p.order < 4 || p.order > kPmeMaxOrder)
     throw InputError(strprintf("the PME spline order is %d: it must be 4, 5 or 6", p.order));
@@ -93,13 +94,13 @@ Pme::Pme(const PmeParams& p, const CartesianDecomposition& atoms, const std::arr
   std::frexp(max_abs_charge > 0 ? max_abs_charge : 1.0, &e);
   scale_ = std::ldexp(1.0, 46 - e);
 
-  fft_ = std::make_unique<FftPlan<double>>(grid_decomp_, comm, exec, FftKind::real_to_complex);
+  fft_ = std::make_unique<FftPlan<R>>(grid_decomp_, comm, exec, FftKind::real_to_complex);
   halo_ = std::make_unique<HaloExchange>(grid_decomp_, comm, exec, ghost_, 1, sizeof(std::int64_t), "md.pme_halo");
   charge_ = Field<std::int64_t>("md.pme_charge", exec.backend(), mine, ghost_, 1);
-  grid_ = Field<double>("md.pme_grid", exec.backend(), mine, ghost_, 1);
+  grid_ = Field<R>("md.pme_grid", exec.backend(), mine, ghost_, 1);
   spectrum_ = fft_->make_spectral_buffer();
   for (int d = 0; d < 3; ++d) bmod_[d] = Buffer<double>::copy_of(exec, pme_bspline_moduli(p.grid[d], p.order));
-  influence_ = Buffer<double>(exec.backend(), fft_->spectral_buffer_size(), "md.pme_influence");
+  influence_ = Buffer<R>(exec.backend(), fft_->spectral_buffer_size(), "md.pme_influence");
   stencil_.order = p.order;
   for (int d = 0; d < 3; ++d) {
     stencil_.n[d] = p.grid[d];
@@ -109,10 +110,11 @@ Pme::Pme(const PmeParams& p, const CartesianDecomposition& atoms, const std::arr
   set_box(box);
 }
 
-void Pme::set_box(const std::array<double, 3>& box) {
+template <class R>
+void PmeT<R>::set_box(const std::array<double, 3>& box) {
   box_ = box;
   for (int d = 0; d < 3; ++d) stencil_.inv_h[d] = p_.grid[d] / box[d];
-  PmeSpectral& sp = spectral_;
+  PmeSpectralT<R>& sp = spectral_;
   sp.k = fft_->wavenumbers();
   for (int d = 0; d < 3; ++d) {
     sp.inv_l[d] = 1.0 / box[d];
@@ -122,29 +124,31 @@ void Pme::set_box(const std::array<double, 3>& box) {
   sp.prefactor = p_.coulomb / (kPi * box[0] * box[1] * box[2]);
   // G in the spectrum's layout: the same strides as the spectral view of a complex buffer.
   const auto s = fft_->spectral_view(spectrum_);
-  sp.g = StridedView<double>{influence_.data(), s.lo0, s.lo1, s.lo2, s.s0, s.s1, s.s2};
-  CUMULUS_KERNEL(exec_, pme_kernels, pme_influence)(exec_, fft_->spectral_box(), sp);
+  sp.g = StridedView<R>{influence_.data(), s.lo0, s.lo1, s.lo2, s.s0, s.s1, s.s2};
+  CUMULUS_KERNEL(exec_, pme_kernels, pme_influence<R>)(exec_, fft_->spectral_box(), sp);
 }
 
-std::string Pme::describe() const {
+template <class R>
+std::string PmeT<R>::describe() const {
   return strprintf("PME: grid %dx%dx%d, splines of order %d, alpha %g, %d ghost layer(s) (%d x %d x %d ranks); %s",
                    p_.grid[0], p_.grid[1], p_.grid[2], p_.order, p_.alpha, std::max({ghost_[0], ghost_[1], ghost_[2]}),
                    grid_decomp_.dims()[0], grid_decomp_.dims()[1], grid_decomp_.dims()[2], fft_->describe().c_str());
 }
 
-Pme::Result Pme::compute(const PmeAtoms& a) {
+template <class R>
+PmeResult PmeT<R>::compute(const PmeAtoms& a) {
   double t0 = wall_seconds();
   const View<std::int64_t> q = charge_.view();
   CUMULUS_KERNEL(exec_, pme_kernels, pme_zero)(exec_, q, charge_.allocated());
   // Atomic adds only where threads share the grid: on a GPU, or on more than one host thread.
   const bool atomic = exec_.is_cuda() || max_host_threads() > 1;
-  const std::int64_t outside = CUMULUS_KERNEL(exec_, pme_kernels, pme_spread)(exec_, a, stencil_, q, scale_, atomic);
+  const std::int64_t outside = CUMULUS_KERNEL(exec_, pme_kernels, pme_spread<R>)(exec_, a, stencil_, q, scale_, atomic);
   if (comm_.max(static_cast<double>(outside)) > 0)
     throw Error(strprintf("PME: %lld atom(s) on rank %d lie farther outside the rank's block than the ghost layers allow "
                           "(an atom moved more than half the skin between migrations?)",
                           static_cast<long long>(outside), comm_.rank()));
   halo_->accumulate(charge_);
-  CUMULUS_KERNEL(exec_, pme_kernels, pme_to_real)(exec_, q, grid_.view(), grid_.interior(), 1.0 / scale_);
+  CUMULUS_KERNEL(exec_, pme_kernels, pme_to_real<R>)(exec_, q, grid_.view(), grid_.interior(), 1.0 / scale_);
   double t1 = wall_seconds();
   t_[0] += t1 - t0;
 
@@ -157,7 +161,7 @@ Pme::Result Pme::compute(const PmeAtoms& a) {
   const Box sbox = fft_->spectral_box();
   Result r;
   if (a.pe) {
-    PmeSums sums = CUMULUS_KERNEL(exec_, pme_kernels, pme_sums)(exec_, s, sbox, spectral_);
+    PmeSums sums = CUMULUS_KERNEL(exec_, pme_kernels, pme_sums<R>)(exec_, s, sbox, spectral_);
     double values[7];
     for (int c = 0; c < 7; ++c) {
       comm_.sum_in_place(sums.s[c].words(), ExactSum::kWords);
@@ -167,7 +171,7 @@ Pme::Result Pme::compute(const PmeAtoms& a) {
     r.energy = values[0];
     for (int c = 0; c < 6; ++c) r.virial[static_cast<std::size_t>(c)] = values[c + 1];
   }
-  CUMULUS_KERNEL(exec_, pme_kernels, pme_convolve)(exec_, s, sbox, spectral_);
+  CUMULUS_KERNEL(exec_, pme_kernels, pme_convolve<R>)(exec_, s, sbox, spectral_);
   double t3 = wall_seconds();
   t_[2] += t3 - t2;
 
@@ -175,13 +179,16 @@ Pme::Result Pme::compute(const PmeAtoms& a) {
   exec_.synchronize();
   double t4 = wall_seconds();
   t_[1] += t4 - t3;
-  halo_->exchange(grid_);
+  halo_->exchange(grid_);  // the plan's 8-byte elements hold an R
   PmeAtoms at = a;
   at.virial_per_energy = r.energy != 0 ? (r.virial[0] + r.virial[1] + r.virial[2]) / r.energy : 0.0;
-  CUMULUS_KERNEL(exec_, pme_kernels, pme_forces)(exec_, at, stencil_, grid_.view());
+  CUMULUS_KERNEL(exec_, pme_kernels, pme_forces<R>)(exec_, at, stencil_, grid_.view());
   exec_.synchronize();
   t_[3] += wall_seconds() - t4;
   return r;
 }
+
+template class PmeT<double>;
+template class PmeT<float>;
 
 }  // namespace cumulus::md

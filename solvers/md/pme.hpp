@@ -19,6 +19,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "core/comm.hpp"
 #include "core/exec.hpp"
@@ -37,34 +38,49 @@ struct PmeParams {
   double coulomb = 1;   // the Coulomb constant in the run's units (LAMMPS's qqr2e)
 };
 
-class Pme {
+struct PmeResult {
+  double energy = 0;
+  std::array<double, 6> virial{};  // xx, yy, zz, xy, xz, yz
+};
+
+// What the k-space style calls, whatever the precision.
+class PmeSolver {
  public:
+  virtual ~PmeSolver() = default;
+  virtual PmeResult compute(const PmeAtoms& a) = 0;
+  virtual void set_box(const std::array<double, 3>& box) = 0;
+  virtual std::string describe() const = 0;
+};
+
+// R: the precision of the splines, the grid, the FFT, the spectrum and the interpolation (double;
+// float for md.precision = "mixed"). The charges' fixed-point grid, the stencil's placement, the
+// forces' accumulation and the energy and virial sums are the same in both.
+template <class R>
+class PmeT : public PmeSolver {
+ public:
+  using Result = PmeResult;
   // `atoms`: the atoms' decomposition (md's domain: each rank's block of the box is the union of
   // its bins), `box` the box lengths, `drift` how far an owned atom may be outside its block (half
   // the neighbour skin: atoms migrate when one has moved that far), `max_abs_charge` the largest
   // |q| of any atom on any rank (it sets the fixed point). Throws InputError for a grid that the
   // ranks cannot split, a spline order outside 4-6 or a grid too coarse for the ranks (ghost
   // layers deeper than a neighbour's brick).
-  Pme(const PmeParams& p, const CartesianDecomposition& atoms, const std::array<double, 3>& box, double drift,
-      double max_abs_charge, const Comm& comm, const Exec& exec);
+  PmeT(const PmeParams& p, const CartesianDecomposition& atoms, const std::array<double, 3>& box, double drift,
+       double max_abs_charge, const Comm& comm, const Exec& exec);
 
-  struct Result {
-    double energy = 0;
-    std::array<double, 6> virial{};  // xx, yy, zz, xy, xz, yz
-  };
   // Adds the reciprocal-space forces on the n owned atoms into a.fx, a.fy, a.fz; with a.pe (a
   // thermo step) also their energy and virial shares (pme_kernels.hpp), and returns the energy and
   // virial over all ranks (the same bits on each; zero without a.pe: the exact sums over the
   // spectrum are the costliest part of the spectral pass, and forces do not need them). Collective.
-  Result compute(const PmeAtoms& a);
+  Result compute(const PmeAtoms& a) override;
 
   // The box changed (a barostat): the influence function's lengths and the stencil's scale.
-  void set_box(const std::array<double, 3>& box);
+  void set_box(const std::array<double, 3>& box) override;
 
   const Index3& grid() const { return p_.grid; }
   int order() const { return p_.order; }
   const Index3& ghost() const { return ghost_; }
-  std::string describe() const;
+  std::string describe() const override;
   // Wall seconds in each phase since creation (benchmarks): spreading (with the ghost sums),
   // FFTs, the spectral pass, interpolation (with the ghost fill).
   std::array<double, 4> seconds() const { return t_; }
@@ -77,17 +93,21 @@ class Pme {
   CartesianDecomposition grid_decomp_;
   Index3 ghost_{0, 0, 0};
   double scale_ = 1;
-  std::unique_ptr<FftPlan<double>> fft_;
-  std::unique_ptr<HaloExchange> halo_;
+  std::unique_ptr<FftPlan<R>> fft_;
+  std::unique_ptr<HaloExchange> halo_;  // the fixed-point charges and the R potential grid
   Field<std::int64_t> charge_;  // fixed point, interior and ghost layers
-  Field<double> grid_;          // the charges as doubles, then the convolved potential
-  Buffer<FftComplex<double>> spectrum_;
+  Field<R> grid_;               // the charges as R, then the convolved potential
+  Buffer<FftComplex<R>> spectrum_;
   Buffer<double> bmod_[3];
-  Buffer<double> influence_;  // G per local spectral cell, in the spectrum's layout (set_box)
-  PmeSpectral spectral_;
+  Buffer<R> influence_;  // G per local spectral cell, in the spectrum's layout (set_box)
+  PmeSpectralT<R> spectral_;
   PmeStencil stencil_;
   std::array<double, 4> t_{};
 };
+
+using Pme = PmeT<double>;
+extern template class PmeT<double>;
+extern template class PmeT<float>;
 
 // The B-spline moduli |b(m)|^2 = 1 / |sum_{k=0}^{p-2} M_p(k+1) exp(2 pi i m k / n)|^2, m = 0 .. n-1;
 // where the sum vanishes (odd orders at the Nyquist mode) the mean of the neighbours' values.

@@ -14,33 +14,35 @@ namespace pme_kernels::CUMULUS_PASS {
 
 namespace {
 // An atom's first stencil point along one axis (shifted by a multiple of n into [lo, hi - order]),
-// and its spline weights there; false when no shift puts the stencil inside.
+// and its spline weights there (in R: the stencil's place is found in fp64 either way, so both
+// precisions put an atom on the same points); false when no shift puts the stencil inside.
 // `order` is st.order, passed apart so that the host's loops can make it a constant.
-CUMULUS_HD inline bool stencil_axis(double x, int axis, const PmeStencil& st, int order, int* first, double* w) {
+template <class R>
+CUMULUS_HD inline bool stencil_axis(double x, int axis, const PmeStencil& st, int order, int* first, R* w) {
   const double u = x * st.inv_h[axis];
   const double fl = ::floor(u);
   int k0 = static_cast<int>(fl) - order + 1;
   const int n = st.n[axis];
   if (k0 < st.lo[axis]) k0 += n;
   if (k0 + order > st.hi[axis]) k0 -= n;
-  double m[kPmeMaxOrder];
-  pme_bspline(u - fl, order, m, nullptr);
+  R m[kPmeMaxOrder];
+  pme_bspline<R>(static_cast<R>(u - fl), order, m, nullptr);
   // theta_j = M_p(w + p - 1 - j): the spline's values in reverse
   for (int j = 0; j < order; ++j) w[j] = m[order - 1 - j];
   *first = k0;
   return k0 >= st.lo[axis] && k0 + order <= st.hi[axis];
 }
 
-CUMULUS_HD inline bool stencil_axis_d(double x, int axis, const PmeStencil& st, int order, int* first, double* w,
-                                      double* dw) {
+template <class R>
+CUMULUS_HD inline bool stencil_axis_d(double x, int axis, const PmeStencil& st, int order, int* first, R* w, R* dw) {
   const double u = x * st.inv_h[axis];
   const double fl = ::floor(u);
   int k0 = static_cast<int>(fl) - order + 1;
   const int n = st.n[axis];
   if (k0 < st.lo[axis]) k0 += n;
   if (k0 + order > st.hi[axis]) k0 -= n;
-  double m[kPmeMaxOrder], dm[kPmeMaxOrder];
-  pme_bspline(u - fl, order, m, dm);
+  R m[kPmeMaxOrder], dm[kPmeMaxOrder];
+  pme_bspline<R>(static_cast<R>(u - fl), order, m, dm);
   for (int j = 0; j < order; ++j) {
     w[j] = m[order - 1 - j];
     dw[j] = dm[order - 1 - j];
@@ -52,24 +54,24 @@ CUMULUS_HD inline bool stencil_axis_d(double x, int axis, const PmeStencil& st, 
 // One atom's deposits (1 when its stencil is outside this rank's grid). P: the spline order as a
 // constant (the host's loops, P = 4, 5, 6: unrolled, about twice as fast), or 0: st.order (CUDA).
 // Each deposit is the same integer either way.
-template <int P>
+template <int P, class R>
 CUMULUS_HD inline std::int64_t spread_atom(const PmeAtoms& a, const PmeStencil& st, const View<std::int64_t>& grid,
                                            double scale, bool atomic, int i) {
   const int order = P > 0 ? P : st.order;
   int k0[3];
-  double w[3][kPmeMaxOrder];
+  R w[3][kPmeMaxOrder];
   const double pos[3] = {a.x[i], a.y[i], a.z[i]};
   bool inside = true;
-  for (int d = 0; d < 3; ++d) inside = stencil_axis(pos[d], d, st, order, &k0[d], w[d]) && inside;
+  for (int d = 0; d < 3; ++d) inside = stencil_axis<R>(pos[d], d, st, order, &k0[d], w[d]) && inside;
   if (!inside) return 1;
-  const double qs = a.q[i] * scale;
+  const R qs = static_cast<R>(a.q[i] * scale);
   for (int c = 0; c < order; ++c) {
-    const double qz = qs * w[2][c];
+    const R qz = qs * w[2][c];
     for (int b = 0; b < order; ++b) {
-      const double qyz = qz * w[1][b];
+      const R qyz = qz * w[1][b];
       std::int64_t* row = &grid(k0[0], k0[1] + b, k0[2] + c);
       for (int t = 0; t < order; ++t) {
-        const auto v = static_cast<std::int64_t>(::llrint(qyz * w[0][t]));
+        const auto v = static_cast<std::int64_t>(::llrint(static_cast<double>(qyz * w[0][t])));
         if (atomic)
           atomic_add(row + t, v);
         else
@@ -81,20 +83,21 @@ CUMULUS_HD inline std::int64_t spread_atom(const PmeAtoms& a, const PmeStencil& 
 }
 
 // One atom's force (and, with a.pe, energy and virial shares) from the potential grid; P as above.
-template <int P>
-CUMULUS_HD inline void force_atom(const PmeAtoms& a, const PmeStencil& st, const View<double>& phi, int i) {
+// In R the stencil's sums and the force's product; the force is added to a.fx ... in fp64.
+template <int P, class R>
+CUMULUS_HD inline void force_atom(const PmeAtoms& a, const PmeStencil& st, const View<R>& phi, int i) {
   const int order = P > 0 ? P : st.order;
   int k0[3];
-  double w[3][kPmeMaxOrder], dw[3][kPmeMaxOrder];
+  R w[3][kPmeMaxOrder], dw[3][kPmeMaxOrder];
   const double pos[3] = {a.x[i], a.y[i], a.z[i]};
-  for (int d = 0; d < 3; ++d) stencil_axis_d(pos[d], d, st, order, &k0[d], w[d], dw[d]);
+  for (int d = 0; d < 3; ++d) stencil_axis_d<R>(pos[d], d, st, order, &k0[d], w[d], dw[d]);
   // dE/du_a = q sum over the stencil of (d theta_a) theta_b theta_c phi; F = -dE/dx = -dE/du N / L.
-  double gx = 0, gy = 0, gz = 0;
+  R gx = 0, gy = 0, gz = 0;
   for (int c = 0; c < order; ++c)
     for (int b = 0; b < order; ++b) {
-      double sx = 0, sy = 0;
+      R sx = 0, sy = 0;
       for (int t = 0; t < order; ++t) {
-        const double p = phi(k0[0] + t, k0[1] + b, k0[2] + c);
+        const R p = phi(k0[0] + t, k0[1] + b, k0[2] + c);
         sx += dw[0][t] * p;
         sy += w[0][t] * p;
       }
@@ -102,25 +105,26 @@ CUMULUS_HD inline void force_atom(const PmeAtoms& a, const PmeStencil& st, const
       gy += sy * dw[1][b] * w[2][c];
       gz += sy * w[1][b] * dw[2][c];
     }
-  const double q = a.q[i];
-  a.fx[i] -= q * gx * st.inv_h[0];
-  a.fy[i] -= q * gy * st.inv_h[1];
-  a.fz[i] -= q * gz * st.inv_h[2];
+  const R q = static_cast<R>(a.q[i]);
+  a.fx[i] -= static_cast<double>(q * gx * static_cast<R>(st.inv_h[0]));
+  a.fy[i] -= static_cast<double>(q * gy * static_cast<R>(st.inv_h[1]));
+  a.fz[i] -= static_cast<double>(q * gz * static_cast<R>(st.inv_h[2]));
   if (a.pe) {
-    double phi_i = 0;  // the potential at the atom: the stencil's weights times the grid
+    R phi_i = 0;  // the potential at the atom: the stencil's weights times the grid
     for (int c = 0; c < order; ++c)
       for (int b = 0; b < order; ++b) {
-        double sy = 0;
+        R sy = 0;
         for (int t = 0; t < order; ++t) sy += w[0][t] * phi(k0[0] + t, k0[1] + b, k0[2] + c);
         phi_i += sy * w[1][b] * w[2][c];
       }
-    const double e = 0.5 * q * phi_i;
+    const double e = 0.5 * static_cast<double>(q) * static_cast<double>(phi_i);
     a.pe[i] += e + a.self_coef * q * q + a.extra;
     a.virial[i] += e * a.virial_per_energy + a.extra_virial;
   }
 }
 }  // namespace
 
+template <class R>
 std::int64_t pme_spread(const Exec& ex, const PmeAtoms& a, const PmeStencil& st, const View<std::int64_t>& grid,
                         double scale, bool atomic) {
   const Box atoms(0, 0, 0, a.n, 1, 1);
@@ -128,36 +132,38 @@ std::int64_t pme_spread(const Exec& ex, const PmeAtoms& a, const PmeStencil& st,
   switch (st.order) {
     case 4:
       return reduce(ex, "md.pme_spread", atoms, std::int64_t{0}, SumOp{},
-                    [=](int i, int, int) { return spread_atom<4>(a, st, grid, scale, atomic, i); });
+                    [=](int i, int, int) { return spread_atom<4, R>(a, st, grid, scale, atomic, i); });
     case 5:
       return reduce(ex, "md.pme_spread", atoms, std::int64_t{0}, SumOp{},
-                    [=](int i, int, int) { return spread_atom<5>(a, st, grid, scale, atomic, i); });
+                    [=](int i, int, int) { return spread_atom<5, R>(a, st, grid, scale, atomic, i); });
     case 6:
       return reduce(ex, "md.pme_spread", atoms, std::int64_t{0}, SumOp{},
-                    [=](int i, int, int) { return spread_atom<6>(a, st, grid, scale, atomic, i); });
+                    [=](int i, int, int) { return spread_atom<6, R>(a, st, grid, scale, atomic, i); });
     default:
       break;
   }
 #endif
   return reduce(ex, "md.pme_spread", atoms, std::int64_t{0}, SumOp{},
-                [=] CUMULUS_HD(int i, int, int) { return spread_atom<0>(a, st, grid, scale, atomic, i); });
+                [=] CUMULUS_HD(int i, int, int) { return spread_atom<0, R>(a, st, grid, scale, atomic, i); });
 }
 
 void pme_zero(const Exec& ex, const View<std::int64_t>& grid, const Box& box) {
   for_each(ex, "md.pme_zero", box, [=] CUMULUS_HD(int i, int j, int k) { grid(i, j, k) = 0; });
 }
 
-void pme_to_real(const Exec& ex, const View<std::int64_t>& in, const View<double>& out, const Box& box,
-                 double inv_scale) {
-  for_each(ex, "md.pme_to_real", box,
-           [=] CUMULUS_HD(int i, int j, int k) { out(i, j, k) = static_cast<double>(in(i, j, k)) * inv_scale; });
+template <class R>
+void pme_to_real(const Exec& ex, const View<std::int64_t>& in, const View<R>& out, const Box& box, double inv_scale) {
+  for_each(ex, "md.pme_to_real", box, [=] CUMULUS_HD(int i, int j, int k) {
+    out(i, j, k) = static_cast<R>(static_cast<double>(in(i, j, k)) * inv_scale);
+  });
 }
 
 namespace {
 // Spectral cell (i, j, k)'s wavenumbers over the box lengths, m, and |m|^2; and the r2c half
 // spectrum's weight: the cells kx = 0 and kx = Nyquist stand for themselves, the others for
 // themselves and their conjugates.
-CUMULUS_HD inline void wavenumber(const PmeSpectral& sp, int i, int j, int k, double m[3], double* m2, double* weight) {
+template <class R>
+CUMULUS_HD inline void wavenumber(const PmeSpectralT<R>& sp, int i, int j, int k, double m[3], double* m2, double* weight) {
   m[0] = sp.k.kx(i) * sp.inv_l[0];
   m[1] = sp.k.ky(j) * sp.inv_l[1];
   m[2] = sp.k.kz(k) * sp.inv_l[2];
@@ -168,27 +174,32 @@ CUMULUS_HD inline void wavenumber(const PmeSpectral& sp, int i, int j, int k, do
 
 // The influence function G(m) = C exp(-pi^2 m^2 / alpha^2) / (pi V m^2) |b(m)|^2; 0 at m = 0
 // (tin-foil: no m = 0 term). Once per box, not per step.
-void pme_influence(const Exec& ex, const Box& box, const PmeSpectral& sp) {
+// In fp64, stored as R.
+template <class R>
+void pme_influence(const Exec& ex, const Box& box, const PmeSpectralT<R>& sp) {
   for_each(ex, "md.pme_influence", box, [=] CUMULUS_HD(int i, int j, int k) {
     double m[3], m2, weight;
     wavenumber(sp, i, j, k, m, &m2, &weight);
-    sp.g(i, j, k) =
+    sp.g(i, j, k) = static_cast<R>(
         m2 == 0 ? 0.0
-                : sp.prefactor * ::exp(-sp.pi2_over_alpha2 * m2) / m2 * sp.bmod[0][i] * sp.bmod[1][j] * sp.bmod[2][k];
+                : sp.prefactor * ::exp(-sp.pi2_over_alpha2 * m2) / m2 * sp.bmod[0][i] * sp.bmod[1][j] * sp.bmod[2][k]);
   });
 }
 
-PmeSums pme_sums(const Exec& ex, const StridedView<FftComplex<double>>& s, const Box& box, const PmeSpectral& sp) {
+// In fp64 from the R spectrum and influence function (thermo steps only).
+template <class R>
+PmeSums pme_sums(const Exec& ex, const StridedView<FftComplex<R>>& s, const Box& box, const PmeSpectralT<R>& sp) {
   return reduce(ex, "md.pme_sums", box, PmeSums{}, SumOp{}, [=] CUMULUS_HD(int i, int j, int k) {
     double m[3], m2, weight;
     wavenumber(sp, i, j, k, m, &m2, &weight);
     const double g = sp.g(i, j, k);
     PmeSums r;
     if (g == 0) return r;
-    const FftComplex<double> c = s(i, j, k);
+    const FftComplex<R> cr = s(i, j, k);
+    const double re = cr.re, im = cr.im;
     // E(m) = G |S|^2 / 2 per full-spectrum cell; the virial W_ab = E (delta_ab - 2 (1 + pi^2 m^2 /
     // alpha^2) m_a m_b / m^2).
-    const double e = 0.5 * weight * g * (c.re * c.re + c.im * c.im);
+    const double e = 0.5 * weight * g * (re * re + im * im);
     const double f = 2.0 * (1.0 + sp.pi2_over_alpha2 * m2) / m2;
     const double unit = 0x1p60;  // 2^-kPmeSumExponent
     r.s[0] = ExactSum::of_units(e * unit);
@@ -202,31 +213,46 @@ PmeSums pme_sums(const Exec& ex, const StridedView<FftComplex<double>>& s, const
   });
 }
 
-void pme_convolve(const Exec& ex, const StridedView<FftComplex<double>>& s, const Box& box, const PmeSpectral& sp) {
+template <class R>
+void pme_convolve(const Exec& ex, const StridedView<FftComplex<R>>& s, const Box& box, const PmeSpectralT<R>& sp) {
   for_each(ex, "md.pme_convolve", box, [=] CUMULUS_HD(int i, int j, int k) {
-    const double g = sp.g(i, j, k);
-    FftComplex<double>& c = s(i, j, k);
+    const R g = sp.g(i, j, k);
+    FftComplex<R>& c = s(i, j, k);
     c.re *= g;
     c.im *= g;
   });
 }
 
-void pme_forces(const Exec& ex, const PmeAtoms& a, const PmeStencil& st, const View<double>& phi) {
+template <class R>
+void pme_forces(const Exec& ex, const PmeAtoms& a, const PmeStencil& st, const View<R>& phi) {
   const Box atoms(0, 0, 0, a.n, 1, 1);
 #if !defined(__CUDACC__)
   switch (st.order) {
     case 4:
-      return for_each(ex, "md.pme_forces", atoms, [=](int i, int, int) { force_atom<4>(a, st, phi, i); });
+      return for_each(ex, "md.pme_forces", atoms, [=](int i, int, int) { force_atom<4, R>(a, st, phi, i); });
     case 5:
-      return for_each(ex, "md.pme_forces", atoms, [=](int i, int, int) { force_atom<5>(a, st, phi, i); });
+      return for_each(ex, "md.pme_forces", atoms, [=](int i, int, int) { force_atom<5, R>(a, st, phi, i); });
     case 6:
-      return for_each(ex, "md.pme_forces", atoms, [=](int i, int, int) { force_atom<6>(a, st, phi, i); });
+      return for_each(ex, "md.pme_forces", atoms, [=](int i, int, int) { force_atom<6, R>(a, st, phi, i); });
     default:
       break;
   }
 #endif
-  for_each(ex, "md.pme_forces", atoms, [=] CUMULUS_HD(int i, int, int) { force_atom<0>(a, st, phi, i); });
+  for_each(ex, "md.pme_forces", atoms, [=] CUMULUS_HD(int i, int, int) { force_atom<0, R>(a, st, phi, i); });
 }
+
+// Both precisions: double (md.precision = "double") and float ("mixed").
+#define CUMULUS_PME_INSTANTIATE(R)                                                                                  \
+  template std::int64_t pme_spread<R>(const Exec&, const PmeAtoms&, const PmeStencil&, const View<std::int64_t>&, double, \
+                                      bool);                                                                        \
+  template void pme_influence<R>(const Exec&, const Box&, const PmeSpectralT<R>&);                                  \
+  template void pme_to_real<R>(const Exec&, const View<std::int64_t>&, const View<R>&, const Box&, double);          \
+  template PmeSums pme_sums<R>(const Exec&, const StridedView<FftComplex<R>>&, const Box&, const PmeSpectralT<R>&);   \
+  template void pme_convolve<R>(const Exec&, const StridedView<FftComplex<R>>&, const Box&, const PmeSpectralT<R>&);  \
+  template void pme_forces<R>(const Exec&, const PmeAtoms&, const PmeStencil&, const View<R>&);
+CUMULUS_PME_INSTANTIATE(double)
+CUMULUS_PME_INSTANTIATE(float)
+#undef CUMULUS_PME_INSTANTIATE
 
 }  // namespace pme_kernels::CUMULUS_PASS
 }  // namespace cumulus::md

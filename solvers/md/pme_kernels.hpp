@@ -2,6 +2,7 @@
 // Smooth particle-mesh Ewald (kspace_pme.cpp): the kernels of one reciprocal-space evaluation,
 // declared once per backend pass (pme_kernels.cpp holds the bodies).
 #include <cstdint>
+#include <type_traits>
 
 #include "core/exact_sum.hpp"
 #include "core/exec.hpp"
@@ -52,7 +53,9 @@ inline constexpr int kPmeSumExponent = -60;
 
 // The spectral side: the influence function's constants and the B-spline moduli |b(m)|^2 per axis
 // (backend memory, bmod[a][m] for m in 0 .. n[a] - 1).
-struct PmeSpectral {
+// R: the grid's and spectrum's precision (double, or float for md.precision = "mixed").
+template <class R>
+struct PmeSpectralT {
   FftWavenumbers k;
   double inv_l[3] = {1, 1, 1};
   double pi2_over_alpha2 = 0;  // pi^2 / alpha^2
@@ -60,31 +63,41 @@ struct PmeSpectral {
   const double* bmod[3] = {nullptr, nullptr, nullptr};
   // The influence function G of every local spectral cell, in the spectrum's layout (filled by
   // pme_influence for the current box; read by pme_sums and pme_convolve).
-  StridedView<double> g;
+  StridedView<R> g;
 };
+using PmeSpectral = PmeSpectralT<double>;
 
 // pme_spread: each atom's q theta_x theta_y theta_z, in units of 1 / scale rounded to integers,
 // added into the fixed-point grid (atomically where `atomic`: several threads; any order gives the
-// same bits); returns the atoms whose stencil falls outside [lo, hi). pme_influence: G into sp.g. pme_to_real: the interior of the integer grid as doubles.
-// pme_sums: energy and virial over this rank's spectral cells. pme_convolve: the spectrum times the
-// influence function, in place. pme_forces: each atom's force from the convolved grid (ghosts
-// filled), added into f.
+// same bits); returns the atoms whose stencil falls outside [lo, hi). pme_influence: G into sp.g.
+// pme_to_real: the interior of the integer grid as R. pme_sums: energy and virial over this rank's
+// spectral cells. pme_convolve: the spectrum times the influence function, in place. pme_forces:
+// each atom's force from the convolved grid (ghosts filled), added into f. R (every kernel's
+// template argument, double or float): the precision of the splines, the grid, the spectrum and
+// the interpolation; positions, the stencil's placement, forces and sums stay fp64.
 #define CUMULUS_PME_KERNELS                                                                           \
+  template <class R>                                                                                  \
   std::int64_t pme_spread(const Exec& ex, const PmeAtoms& a, const PmeStencil& st, const View<std::int64_t>& grid, \
                           double scale, bool atomic);                                                  \
-  void pme_influence(const Exec& ex, const Box& box, const PmeSpectral& sp);                           \
+  template <class R>                                                                                  \
+  void pme_influence(const Exec& ex, const Box& box, const PmeSpectralT<R>& sp);                       \
   void pme_zero(const Exec& ex, const View<std::int64_t>& grid, const Box& box);                         \
-  void pme_to_real(const Exec& ex, const View<std::int64_t>& in, const View<double>& out, const Box& box, double inv_scale); \
-  PmeSums pme_sums(const Exec& ex, const StridedView<FftComplex<double>>& s, const Box& box, const PmeSpectral& sp); \
-  void pme_convolve(const Exec& ex, const StridedView<FftComplex<double>>& s, const Box& box, const PmeSpectral& sp); \
-  void pme_forces(const Exec& ex, const PmeAtoms& a, const PmeStencil& st, const View<double>& phi);
+  template <class R>                                                                                  \
+  void pme_to_real(const Exec& ex, const View<std::int64_t>& in, const View<R>& out, const Box& box, double inv_scale); \
+  template <class R>                                                                                  \
+  PmeSums pme_sums(const Exec& ex, const StridedView<FftComplex<R>>& s, const Box& box, const PmeSpectralT<R>& sp); \
+  template <class R>                                                                                  \
+  void pme_convolve(const Exec& ex, const StridedView<FftComplex<R>>& s, const Box& box, const PmeSpectralT<R>& sp); \
+  template <class R>                                                                                  \
+  void pme_forces(const Exec& ex, const PmeAtoms& a, const PmeStencil& st, const View<R>& phi);
 CUMULUS_DECLARE_KERNEL_PASSES(pme_kernels, CUMULUS_PME_KERNELS)
 #undef CUMULUS_PME_KERNELS
 
 // The values of the cardinal B-spline M_p at w, w + 1, ..., w + p - 1 (w in [0, 1)) into m[0 .. p-1]
 // and, when dm is given, its derivative there (M_p' = M_{p-1}(x) - M_{p-1}(x - 1)). Host and device.
-CUMULUS_HD inline void pme_bspline(double w, int p, double* m, double* dm) {
-  double a[kPmeMaxOrder];
+template <class R>
+CUMULUS_HD inline void pme_bspline(R w, int p, R* m, std::type_identity_t<R>* dm) {
+  R a[kPmeMaxOrder];
   a[0] = 1.0;  // M_1(w) = 1 on [0, 1)
   for (int n = 2; n <= p; ++n) {
     if (n == p && dm) {
@@ -94,9 +107,9 @@ CUMULUS_HD inline void pme_bspline(double w, int p, double* m, double* dm) {
     }
     // M_n(w + i) = ((w + i) M_{n-1}(w + i) + (n - w - i) M_{n-1}(w + i - 1)) / (n - 1), from the top
     // down so that a[i - 1] is still M_{n-1}'s.
-    const double inv = 1.0 / (n - 1);
-    a[n - 1] = (1.0 - w) * a[n - 2] * inv;  // (n - w - (n - 1)) M_{n-1}(w + n - 2)
-    for (int i = n - 2; i >= 1; --i) a[i] = ((w + i) * a[i] + (n - w - i) * a[i - 1]) * inv;
+    const R inv = R(1) / R(n - 1);
+    a[n - 1] = (R(1) - w) * a[n - 2] * inv;  // (n - w - (n - 1)) M_{n-1}(w + n - 2)
+    for (int i = n - 2; i >= 1; --i) a[i] = ((w + R(i)) * a[i] + (R(n) - w - R(i)) * a[i - 1]) * inv;
     a[0] = w * a[0] * inv;
   }
   for (int i = 0; i < p; ++i) m[i] = a[i];

@@ -100,8 +100,8 @@ void declare_keys(Schema& s) {
       .one_of({"auto", "host", "kernels"});
   s.key("md.precision", ValueType::string,
         "double (every force term in fp64) or mixed (as OpenMM's and GROMACS's: the pair terms of lj/cut/coul/long and "
-        "coul/long in fp32 with fp64 products and sums; k-space, bonded terms, constraints and integration in fp64). "
-        "Either has the same bits at any rank count")
+        "coul/long and PME's grid, FFT and interpolation in fp32, with fp64 products and sums; the Ewald sum, bonded "
+        "terms, constraints and integration in fp64). Either has the same bits at any rank count")
       .def(std::string("double"))
       .one_of({"double", "mixed"});
   s.key("md.types", ValueType::integer,

@@ -120,7 +120,9 @@ struct Outcome {
 
 // PME over `comm` with the atoms owned by block (the atoms' decomposition `bins`), shifted by up to
 // `jiggle` outside it (within the drift) so that stencils cross into ghost layers and wrap.
-// `owners`: the positions ownership was decided at (the last migration), default c's.
+// `owners`: the positions ownership was decided at (the last migration), default c's. R: the
+// grid's precision (float: md.precision = "mixed").
+template <class R = double>
 Outcome run_pme(const Charges& c, const PmeParams& p, const Comm& comm, const Index3& bins, double drift,
                 const Charges* owners = nullptr) {
   if (!owners) owners = &c;
@@ -146,7 +148,7 @@ Outcome run_pme(const Charges& c, const PmeParams& p, const Comm& comm, const In
   std::vector<double> fx(x.size(), 0.0), fy(x.size(), 0.0), fz(x.size(), 0.0);
   double qmax = 0;
   for (double v : c.q) qmax = std::max(qmax, std::abs(v));
-  Pme pme(p, atoms, c.box, drift, qmax, comm, ex);
+  PmeT<R> pme(p, atoms, c.box, drift, qmax, comm, ex);
   std::vector<double> pe(x.size(), 0.0), vir(x.size(), 0.0);
   PmeAtoms a{x.data(), y.data(), z.data(), q.data(), fx.data(), fy.data(), fz.data(), static_cast<int>(x.size())};
   a.pe = pe.data();  // a thermo step: energy, virial and the per-atom shares
@@ -234,21 +236,58 @@ TEST(Pme, SameBitsAtAnyRankCount) {
       if (*r[d] >= c.box[d]) *r[d] -= c.box[d];
     }
   }
-  const Outcome one = run_pme(moved, p, Comm::self(), {6, 6, 6}, 0.5, &c);
-  const Outcome all = run_pme(moved, p, world, {6, 6, 6}, 0.5, &c);
-  EXPECT_EQ(std::memcmp(&one.result.energy, &all.result.energy, sizeof(double)), 0)
-      << one.result.energy << " vs " << all.result.energy;
-  for (int v = 0; v < 6; ++v) EXPECT_EQ(std::memcmp(&one.result.virial[v], &all.result.virial[v], sizeof(double)), 0) << v;
-  std::int64_t differ = 0, owned = 0;
-  for (std::size_t j = 0; j < c.q.size(); ++j) {
-    if (!all.mine[j]) continue;
-    ++owned;
-    if (std::memcmp(&one.fx[j], &all.fx[j], sizeof(double)) || std::memcmp(&one.fy[j], &all.fy[j], sizeof(double)) ||
-        std::memcmp(&one.fz[j], &all.fz[j], sizeof(double)))
-      ++differ;
+  // Both precisions (float: md.precision = "mixed").
+  for (bool mixed : {false, true}) {
+    SCOPED_TRACE(mixed ? "fp32 grid" : "fp64 grid");
+    const Outcome one = mixed ? run_pme<float>(moved, p, Comm::self(), {6, 6, 6}, 0.5, &c)
+                              : run_pme<double>(moved, p, Comm::self(), {6, 6, 6}, 0.5, &c);
+    const Outcome all = mixed ? run_pme<float>(moved, p, world, {6, 6, 6}, 0.5, &c) : run_pme<double>(moved, p, world, {6, 6, 6}, 0.5, &c);
+    EXPECT_EQ(std::memcmp(&one.result.energy, &all.result.energy, sizeof(double)), 0)
+        << one.result.energy << " vs " << all.result.energy;
+    for (int v = 0; v < 6; ++v) EXPECT_EQ(std::memcmp(&one.result.virial[v], &all.result.virial[v], sizeof(double)), 0) << v;
+    std::int64_t differ = 0, owned = 0;
+    for (std::size_t j = 0; j < c.q.size(); ++j) {
+      if (!all.mine[j]) continue;
+      ++owned;
+      if (std::memcmp(&one.fx[j], &all.fx[j], sizeof(double)) || std::memcmp(&one.fy[j], &all.fy[j], sizeof(double)) ||
+          std::memcmp(&one.fz[j], &all.fz[j], sizeof(double)))
+        ++differ;
+    }
+    EXPECT_EQ(world.sum(owned), static_cast<std::int64_t>(c.q.size()));
+    EXPECT_EQ(world.sum(differ), 0);
   }
-  EXPECT_EQ(world.sum(owned), static_cast<std::int64_t>(c.q.size()));
-  EXPECT_EQ(world.sum(differ), 0);
+}
+
+// md.precision = "mixed": the fp32 grid against the fp64 one and the Ewald sum. The fp32 rounding
+// (about 6e-8 of each value, through the FFT's log2 N stages) stays far below PME's own error at
+// any grid a run would choose.
+TEST(Pme, MixedPrecisionIsTheFp64ResultToFp32) {
+  const Charges c = random_charges(48, {9.0, 10.0, 11.0}, 7);
+  const double alpha = 0.45, coulomb = 332.06371;
+  const Reference ref = ewald_reciprocal(c, alpha, coulomb, 10);
+  PmeParams p;
+  p.grid = {40, 45, 50};
+  p.order = 6;
+  p.alpha = alpha;
+  p.coulomb = coulomb;
+  const Outcome d = run_pme<double>(c, p, Comm::self(), {3, 3, 3}, 0.5);
+  const Outcome f = run_pme<float>(c, p, Comm::self(), {3, 3, 3}, 0.5);
+  double frms = 0, df = 0, dref = 0;
+  for (std::size_t j = 0; j < c.q.size(); ++j) {
+    frms += ref.fx[j] * ref.fx[j] + ref.fy[j] * ref.fy[j] + ref.fz[j] * ref.fz[j];
+    df = std::max({df, std::abs(f.fx[j] - d.fx[j]), std::abs(f.fy[j] - d.fy[j]), std::abs(f.fz[j] - d.fz[j])});
+    dref = std::max({dref, std::abs(f.fx[j] - ref.fx[j]), std::abs(f.fy[j] - ref.fy[j]), std::abs(f.fz[j] - ref.fz[j])});
+  }
+  frms = std::sqrt(frms / c.q.size());
+  if (Comm::world().is_root())
+    std::printf("[ pme ] fp32 grid: largest force difference from the fp64 grid %.2e of the rms force, from the Ewald sum "
+              "%.2e; energy %.2e relative\n", df / frms, dref / frms, std::abs(f.result.energy - d.result.energy) / std::abs(d.result.energy));
+  EXPECT_LT(df, 1e-5 * frms);
+  EXPECT_GT(df, 0.0);  // fp32 indeed
+  EXPECT_LT(dref, 1e-5 * frms);
+  EXPECT_NEAR(f.result.energy, d.result.energy, 1e-6 * std::abs(d.result.energy));
+  EXPECT_NEAR(f.pe_sum, f.result.energy, 1e-6 * std::abs(f.result.energy));
+  EXPECT_FALSE(f.forces_without_energy_differ);
 }
 
 TEST(Pme, BadSetupsNameTheNumbers) {
