@@ -151,7 +151,8 @@ ConstraintTopology constraint_topology(const Config& cfg, const DataFile* d) {
   c.shake.type.assign(d->id.size(), 0);
   std::map<int, std::size_t> water_geometry;  // angle type -> geometry index
   std::map<std::vector<double>, std::size_t> shake_geometry;  // shape -> geometry index
-  for (auto& [row, cl] : clusters) {
+  for (auto& entry : clusters) {
+    Cluster& cl = entry.second;  // a named reference: lambdas below capture it (clang 14 takes no bindings)
     std::sort(cl.atoms.begin(), cl.atoms.end());
     // SETTLE's molecules: three atoms, two bonds of one length from the vertex of a constrained
     // angle to end atoms of one mass.
