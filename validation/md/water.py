@@ -20,7 +20,7 @@ SPC/E's LJ on the oxygens (0.1553 kcal/mol, 3.166 A), 9 A cutoff, long-range Cou
             20 ps each (10 ps with --quick) after 2 ps: the total energy's drift per ns and degree of
             freedom in kT (target below 0.01 kT/ns per dof at 2 fs, the issue's), and its RMS
             fluctuation, whose ratio between 2 and 1 fs shows the order in dt (about 4: second order).
-  drift_mixed  (not by default) The same with md.precision = "mixed" (fp32 pair terms).
+  drift_mixed  (not by default) The same with md.precision = "mixed" (fp32 pair terms and PME).
 
   liquid    512 rigid SPC/E and TIP3P molecules from scripts/water_box.py, NPT at 298.15 K and 1 atm
             (Nose-Hoover chain, C-rescale every 25 steps), PME 1e-5, 9 A cutoff with the LJ tail
@@ -30,7 +30,8 @@ SPC/E's LJ on the oxygens (0.1553 kcal/mol, 3.166 A), 9 A cutoff, long-range Cou
             self-diffusion from the H5MD trajectory (1 ps frames; the mean squared displacement's
             slope from 2 to 10 ps), raw and with the Yeh-Hummer correction, and the isothermal
             compressibility from the volume fluctuations, against the published numbers (LIQUID
-            below, with the sources).
+            below, with the sources). liquid_spce, liquid_tip3p: one model; liquid_spce_mixed,
+            liquid_tip3p_mixed: one model with md.precision = "mixed" (not by default).
 
     /usr/bin/python3 validation/md/water.py [build/cumulus] [--out DIR] [--quick] [--cases a,b]
 """
@@ -347,7 +348,7 @@ def block_stats(x, blocks=10):
     return m, math.sqrt(var / blocks)
 
 
-def liquid(binary, out, check, quick, models=("spce", "tip3p")):
+def liquid(binary, out, check, quick, models=("spce", "tip3p"), precision="double"):
     """NPT liquid water: density, potential energy, O-O g(r), self-diffusion, compressibility."""
     import numpy as np
     import h5py
@@ -357,7 +358,8 @@ def liquid(binary, out, check, quick, models=("spce", "tip3p")):
     for model in models:
         ref = LIQUID[model]
         print(f"liquid {model}: 512 rigid molecules, NPT 298.15 K / 1 atm (Nose-Hoover, C-rescale), PME 1e-5, 9 A cutoff "
-              f"with the tail correction, {equil_ps} ps equilibration + {prod_ps} ps production at {dt:g} fs")
+              f"with the tail correction, {equil_ps} ps equilibration + {prod_ps} ps production at {dt:g} fs, md.precision "
+              f"{precision}")
         data = os.path.join(out, f"{model}.data")
         sp.run([sys.executable, os.path.join(REPO, "scripts", "water_box.py"), data, "--model", model, "--molecules", "512"],
                check=True, stdout=sp.DEVNULL)
@@ -365,9 +367,9 @@ def liquid(binary, out, check, quick, models=("spce", "tip3p")):
                 "cutoff": 9.0, "skin": 1.5, "tail_correction": "true", "dt": dt, "temperature": 298.15,
                 "constrain_bonds": "[1]", "constrain_angles": "[1]", "thermostat": '"nose_hoover"',
                 "thermostat_temperature": 298.15, "nhc_damping": 100.0, "barostat": '"c_rescale"', "pressure": 1.0,
-                "compressibility": 4.56e-5, "barostat_damping": 2000.0, "barostat_every": 25}
+                "compressibility": 4.56e-5, "barostat_damping": 2000.0, "barostat_every": 25, "precision": f'"{precision}"'}
         steps = int(round((equil_ps + prod_ps) * 1000 / dt))
-        d = os.path.join(out, f"liquid-{model}")
+        d = os.path.join(out, f"liquid-{model}" + ("" if precision == "double" else f"-{precision}"))
         every = 100  # 0.2 ps
         extra = f"[trajectory]\nevery_steps = {int(round(1000 / dt))}\n"  # 1 ps frames
         rows = run_cumulus(binary, d, data, keys, steps=steps, every=every, extra=extra)
@@ -448,7 +450,16 @@ def liquid_tip3p(binary, out, check, quick):
     liquid(binary, out, check, quick, ("tip3p",))
 
 
-CASES = {"lammps": lammps, "drift": drift, "drift_mixed": drift_mixed, "liquid": liquid, "liquid_spce": liquid_spce, "liquid_tip3p": liquid_tip3p}
+def liquid_spce_mixed(binary, out, check, quick):
+    liquid(binary, out, check, quick, ("spce",), "mixed")
+
+
+def liquid_tip3p_mixed(binary, out, check, quick):
+    liquid(binary, out, check, quick, ("tip3p",), "mixed")
+
+
+CASES = {"lammps": lammps, "drift": drift, "drift_mixed": drift_mixed, "liquid": liquid, "liquid_spce": liquid_spce, "liquid_tip3p": liquid_tip3p,
+         "liquid_spce_mixed": liquid_spce_mixed, "liquid_tip3p_mixed": liquid_tip3p_mixed}
 
 
 def main():
