@@ -382,6 +382,99 @@ __attribute__((target("avx512f,avx512vl"))) int coul_chunk_avx512(int m, const i
 #pragma GCC diagnostic pop
 #endif
 
+#if defined(__x86_64__)
+// coul_chunk_terms by hand in AVX2 (4 fp64 lanes), for machines without AVX-512 (where the generic
+// loop stays scalar): coul_pair_tabulated's operations in its order, lane by lane, so the same bits.
+// c.j, c.level and c.type are filled (padded as the generic loop's); lanes past m are never read.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+inline bool has_avx2() { return __builtin_cpu_supports("avx2"); }
+// Whether coul_chunk takes the AVX2 loop: set by coul_fast (before any parallel region) at each
+// force call, from the CPU and CUMULUS_NO_AVX512.
+bool avx2_chunks = false;
+__attribute__((target("avx2"))) void coul_chunk_terms_avx2(int m, const Atoms& a, const LjTable& lj, const CoulParams& p, int i,
+                                                           bool energy, CoulChunk& c) {
+  const __m256d one = _mm256_set1_pd(1.0), two = _mm256_set1_pd(2.0);
+  const __m256d sign = _mm256_castsi256_pd(_mm256_set1_epi64x(static_cast<long long>(0x8000000000000000ULL)));
+  const __m256d xi = _mm256_set1_pd(a.x[i]), yi = _mm256_set1_pd(a.y[i]), zi = _mm256_set1_pd(a.z[i]);
+  const __m256d qi = _mm256_set1_pd(a.q[i]), qqr2e = _mm256_set1_pd(p.qqr2e), cut2 = _mm256_set1_pd(p.cut2);
+  __m256d L[3], h[3], mh[3];
+  for (int d = 0; d < 3; ++d) {
+    L[d] = _mm256_set1_pd(a.box[d]);
+    h[d] = _mm256_set1_pd(0.5 * a.box[d]);
+    mh[d] = _mm256_set1_pd(-(0.5 * a.box[d]));
+  }
+  const __m256d smax = _mm256_set1_pd(p.table.smax), inv_ds = _mm256_set1_pd(p.table.inv_ds);
+  const __m256d two_inv_ds = _mm256_set1_pd(2 * p.table.inv_ds);
+  const __m128i last = _mm_set1_epi32(p.table.n - 1);
+  const bool one_type = lj.ntypes == 1;
+  const double* const row = &lj.c[one_type ? 0 : a.type[i] * lj.ntypes].cut2;  // kFields doubles per partner type
+  const double* xs[3] = {a.x, a.y, a.z};
+  const __m256d ci[3] = {xi, yi, zi};
+  for (int q = 0; q < padded(m); q += 4) {
+    const __m128i j = _mm_load_si128(reinterpret_cast<const __m128i*>(c.j + q));
+    __m256d dv[3];
+    for (int d = 0; d < 3; ++d) {
+      // image(): d + (d > L/2 ? -L : (d < -L/2 ? L : 0)), the same values as d - L and d + L
+      const __m256d dd = _mm256_sub_pd(ci[d], _mm256_i32gather_pd(xs[d], j, 8));
+      const __m256d gt = _mm256_cmp_pd(dd, h[d], _CMP_GT_OQ), lt = _mm256_cmp_pd(dd, mh[d], _CMP_LT_OQ);
+      dv[d] = _mm256_blendv_pd(_mm256_blendv_pd(dd, _mm256_add_pd(dd, L[d]), lt), _mm256_sub_pd(dd, L[d]), gt);
+    }
+    const __m256d dx = dv[0], dy = dv[1], dz = dv[2];
+    const __m256d r2 = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy)), _mm256_mul_pd(dz, dz));
+    const __m256d qq = _mm256_mul_pd(qqr2e, _mm256_mul_pd(qi, _mm256_i32gather_pd(a.q, j, 8)));
+    const __m128i lev = _mm_load_si128(reinterpret_cast<const __m128i*>(c.level + q));
+    const __m256d fc = _mm256_i32gather_pd(p.special_coul, lev, 8), fl = _mm256_i32gather_pd(p.special_lj, lev, 8);
+    const __m256d in_c = _mm256_and_pd(_mm256_cmp_pd(r2, cut2, _CMP_LT_OQ), one);
+    const __m256d rinv = _mm256_div_pd(one, _mm256_sqrt_pd(r2)), r2i = _mm256_mul_pd(rinv, rinv);
+    // coul_table_eval
+    const __m256d v = _mm256_mul_pd(_mm256_min_pd(r2, smax), inv_ds);
+    const __m128i k = _mm_min_epi32(_mm256_cvttpd_epi32(v), last);
+    const __m256d x = _mm256_sub_pd(_mm256_mul_pd(two, _mm256_sub_pd(v, _mm256_cvtepi32_pd(k))), one);
+    const __m128i k8 = _mm_slli_epi32(k, 3);
+    __m256d cm[8];
+    for (int w = 0; w < 8; ++w) cm[w] = _mm256_i32gather_pd(p.table.c, _mm_add_epi32(k8, _mm_set1_epi32(w)), 8);
+    __m256d pv = cm[7], dd = pv;
+    for (int w = 6; w >= 1; --w) {
+      pv = _mm256_add_pd(_mm256_mul_pd(pv, x), cm[w]);
+      dd = _mm256_add_pd(_mm256_mul_pd(dd, x), pv);
+    }
+    pv = _mm256_add_pd(_mm256_mul_pd(pv, x), cm[0]);
+    const __m256d dh = _mm256_mul_pd(dd, two_inv_ds);
+    const __m256d qm = _mm256_mul_pd(qq, in_c);
+    __m256d f = _mm256_mul_pd(qm, _mm256_add_pd(_mm256_mul_pd(_mm256_mul_pd(fc, rinv), r2i), _mm256_mul_pd(two, dh)));
+    const __m256d ecoul = _mm256_mul_pd(_mm256_mul_pd(fc, qm), _mm256_sub_pd(rinv, pv));
+    const __m256d neg = _mm256_xor_pd(_mm256_sub_pd(one, fc), sign);
+    const __m256d ecorr = _mm256_mul_pd(_mm256_mul_pd(neg, qm), pv);
+    __m256d evdwl = _mm256_setzero_pd();
+    if (p.lj) {
+      __m256d lc[kFields];
+      if (one_type) {
+        for (int w = 0; w < kFields; ++w) lc[w] = _mm256_set1_pd(row[w]);
+      } else {
+        const __m128i t6 = _mm_mullo_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(c.type + q)), _mm_set1_epi32(kFields));
+        for (int w = 0; w < kFields; ++w) lc[w] = _mm256_i32gather_pd(row, _mm_add_epi32(t6, _mm_set1_epi32(w)), 8);
+      }
+      const __m256d in_l = _mm256_and_pd(_mm256_cmp_pd(r2, lc[0], _CMP_LT_OQ), fl);
+      const __m256d r6i = _mm256_mul_pd(_mm256_mul_pd(r2i, r2i), r2i);
+      f = _mm256_add_pd(f, _mm256_mul_pd(_mm256_mul_pd(_mm256_mul_pd(in_l, r6i), _mm256_sub_pd(_mm256_mul_pd(lc[1], r6i), lc[2])), r2i));
+      evdwl = _mm256_mul_pd(in_l, _mm256_sub_pd(_mm256_mul_pd(r6i, _mm256_sub_pd(_mm256_mul_pd(lc[3], r6i), lc[4])), lc[5]));
+    }
+    _mm256_store_pd(c.tx + q, _mm256_mul_pd(dx, f));
+    _mm256_store_pd(c.ty + q, _mm256_mul_pd(dy, f));
+    _mm256_store_pd(c.tz + q, _mm256_mul_pd(dz, f));
+    if (energy) {
+      _mm256_store_pd(c.te + q, _mm256_add_pd(_mm256_add_pd(evdwl, ecoul), ecorr));
+      _mm256_store_pd(c.tv + q, _mm256_mul_pd(r2, f));
+    }
+  }
+}
+#pragma GCC diagnostic pop
+#endif
+
 // The terms of a chunk of atom i's list nb[0 .. m): returns how many pairs it kept, their
 // partners in c.j and terms in c.tx ...: all m (the generic loop) or, with AVX-512, those within
 // the reach (the rest have zero terms: x + 0 = x, and no sum here is -0, so the sums' bits are the
@@ -398,6 +491,12 @@ inline int coul_chunk(int m, const int* nb, const Atoms& a, const LjTable& lj, c
     for (int k = 0; k < padded(m); ++k) c.level[k] = 0;
   if (lj.ntypes > 1)
     for (int k = 0; k < padded(m); ++k) c.type[k] = a.type[c.j[k]];
+#if defined(__x86_64__)
+  if (avx2_chunks) {
+    coul_chunk_terms_avx2(m, a, lj, p, i, energy, c);
+    return m;
+  }
+#endif
   coul_chunk_terms(m, a, lj, p, i, energy, c);
   return m;
 }
@@ -407,8 +506,10 @@ inline int coul_chunk(int m, const int* nb, const Atoms& a, const LjTable& lj, c
 // CUMULUS_NO_AVX512 set in the environment takes the generic loop (the tests compare the two).
 inline const CoulFast* coul_fast(const Atoms& a, const LjTable& lj, const CoulParams& p) {
 #if defined(__x86_64__)
-  static const bool avx512 = has_avx512();
-  if (avx512 && !std::getenv("CUMULUS_NO_AVX512")) {
+  static const bool avx512 = has_avx512(), avx2 = has_avx2();
+  const bool generic = std::getenv("CUMULUS_NO_AVX512") != nullptr;
+  avx2_chunks = !avx512 && avx2 && !generic;  // AVX2 where AVX-512 is missing
+  if (avx512 && !generic) {
     thread_local CoulFast cf;
     thread_local std::vector<double> packed;
     cf.init(lj, p);

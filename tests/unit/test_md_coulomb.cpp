@@ -375,7 +375,7 @@ TEST(PairCoulLong, TabulatedLoopsGiveCoulPairsBits) {
   const std::vector<LjCoefficients>& c = ions.c;
   for (bool generic : {false, true})
     for (bool with_lj : {true, false}) {
-      SCOPED_TRACE(generic ? "the generic loop (CUMULUS_NO_AVX512)" : "the AVX-512 loop where the CPU has it");
+      SCOPED_TRACE(generic ? "the generic loop (CUMULUS_NO_AVX512)" : "the hand-written loop (AVX-512, else AVX2) where the CPU has it");
       if (generic)
         ::setenv("CUMULUS_NO_AVX512", "1", 1);
       else
