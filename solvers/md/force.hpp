@@ -40,6 +40,9 @@ class ForceTerm {
   virtual void set_ewald_alpha(double /*alpha*/) {}
   // Whether the style has a real-space Coulomb part (and so needs charges and a k-space style).
   virtual bool coulomb() const { return false; }
+  // Whether compute() sums pairs in an order-free way (fixed point: md.precision = "mixed"), so that
+  // the host's half list may be split over threads; otherwise it is half only at one thread.
+  virtual bool order_free_sums() const { return false; }
   // The style's energy by term over every atom of every rank (collective; exact sums), for thermo
   // columns: {name, total}. Empty for a style with one term.
   virtual std::vector<std::pair<std::string, double>> energy_terms(const Exec& /*ex*/, const Comm& /*comm*/, const Atoms& /*a*/) const {

@@ -1,6 +1,7 @@
 #pragma once
 // The Verlet list of the md solver behind one interface, with two builders: on the host
-// (neighbor_host.cpp: cell bins and a vectorised scan, a half list at one thread) and by kernels on
+// (neighbor_host.cpp: cell bins and a vectorised scan, a half list at one thread or for
+// order-free force sums) and by kernels on
 // the backend (neighbor_backend.cpp: radix-sorted bins, count, prefix sum, fill; the default on
 // CUDA). Both list, for each owned atom, its partners within cutoff + skin among the owned atoms
 // and ghosts in ascending global id, so forces sum in the same order whoever built the list:
@@ -38,6 +39,9 @@ class NeighborList {
   double pairs() const { return pairs_; }
   long builds() const { return builds_; }
 
+  // Whether the host builder may make a half list at more than one thread: the force term sums
+  // pairs order-free (ForceTerm::order_free_sums), so threads may share an atom's pairs.
+  void allow_threaded_half(bool allow) { threaded_half_ = allow; }
   // A host copy of the list for host-side computes (the RDF), kept when asked for.
   void keep_host_copy(bool keep) { keep_host_ = keep; }
   const std::vector<std::int64_t>& host_start() const { return host_start_; }
@@ -47,7 +51,7 @@ class NeighborList {
  protected:
   explicit NeighborList(const Exec& ex) : ex_(&ex) {}
   const Exec* ex_;
-  bool half_ = false, keep_host_ = false;
+  bool half_ = false, keep_host_ = false, threaded_half_ = false;
   int nslots_ = 0;
   double pairs_ = 0;
   long builds_ = 0;

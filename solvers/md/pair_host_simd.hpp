@@ -24,6 +24,8 @@ struct SpecialCursor {
     }
     return 0;
   }
+  // Whether every special partner is behind (level() returns 0 from here on).
+  bool exhausted() const { return k >= a->nspecial || a->special[k][i] < 0; }
 };
 
 #if defined(__x86_64__)

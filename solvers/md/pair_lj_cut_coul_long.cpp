@@ -86,7 +86,7 @@ class CoulLong : public ForceTerm {
         with_lj_ ? "" : "", p_.table.c ? strprintf("tabulated: %d intervals in r^2", p_.table.n).c_str() : "exact erfc",
         rc_, p_.alpha, p_.qqr2e, p_.special_lj[1], p_.special_lj[2], p_.special_lj[3], p_.special_coul[1],
         p_.special_coul[2], p_.special_coul[3]);
-    if (mixed_) out += "; mixed precision: the pair terms in fp32, their products and sums in fp64";
+    if (mixed_) out += "; mixed precision: the pair terms in fp32, their products in fp64, summed in fixed point";
     return out;
   }
 
@@ -96,6 +96,8 @@ class CoulLong : public ForceTerm {
     return m;
   }
   bool coulomb() const override { return true; }
+  // Mixed precision sums in fixed point: the half list serves any thread count.
+  bool order_free_sums() const override { return mixed_; }
   // The table (md.coul_table) depends on alpha and the cutoff: built here, once per alpha.
   void set_ewald_alpha(double alpha) override {
     p_.alpha = alpha;
@@ -118,7 +120,7 @@ class CoulLong : public ForceTerm {
     sums_fresh_ = false;
     if (mixed_) {
       if (a.half)
-        coul_mixed_kernels::host_pass::coul_forces_half_mixed(a, table32(), p32_);
+        coul_mixed_kernels::host_pass::coul_forces_half_mixed(a, table32(), p32_, scratch_);
       else
         CUMULUS_KERNEL(ex, coul_mixed_kernels, coul_forces_mixed)(ex, a, table32(), p32_);
       return;
@@ -168,7 +170,9 @@ class CoulLong : public ForceTerm {
     constexpr int kExp = -60;
     ScopedTimer timer("md.coul_sum");
     ExactSum s[9];
-    if (mixed_)
+    if (mixed_ && a.half)
+      coul_mixed_kernels::host_pass::coul_sums_half_mixed(a, table32(), p32_, kExp, s);
+    else if (mixed_)
       for (int w = 0; w < 9; ++w) s[w] = CUMULUS_KERNEL(ex, coul_mixed_kernels, coul_sum_mixed)(ex, a, table32(), p32_, w, kExp);
     else if (a.half)
       coul_kernels::host_pass::coul_sums_half(a, table(), p_, kExp, s);
@@ -195,6 +199,7 @@ class CoulLong : public ForceTerm {
   CoulParams32 p32_;  // md.precision = "mixed": fp32 copies of the parameters and tables
   Buffer<LjCoefficients32> table32_;
   Buffer<float> coul_table32_;
+  mutable std::vector<std::int64_t> scratch_;  // coul_forces_half_mixed's per-thread arrays
   mutable std::array<double, 9> sums_{};
   mutable bool sums_fresh_ = false;
 };

@@ -3,6 +3,9 @@
 // is the term, pair_lj_cut_coul_long_kernels.cpp the kernel bodies), declared once per backend pass.
 #include <math.h>
 
+#include <cstdint>
+#include <vector>
+
 #include "core/exact_sum.hpp"
 #include "core/exec.hpp"
 #include "core/hd_math.hpp"
@@ -120,18 +123,23 @@ CUMULUS_DECLARE_KERNEL_PASSES(coul_kernels, CUMULUS_COUL_KERNELS)
 
 // md.precision = "mixed" (as OpenMM's and GROMACS's mixed precision): each pair's separation in
 // fp64 (the minimum image of fp64 positions), rounded to fp32; its terms by coul_pair_tabulated in
-// fp32 from fp32 coefficients and table; then every product with the separation and every sum in
-// fp64 (a product of two fp32 numbers is exact in fp64). The order of the sums is the double
-// path's, so mixed runs have the same bits at any rank count and on both backends too.
+// fp32 from fp32 coefficients and table; then every product with the separation in fp64 (a
+// product of two fp32 numbers is exact in fp64), rounded once to fixed point and summed as
+// integers (fixed_point.hpp). The sums do not depend on the order of the pairs, so mixed runs have
+// the same bits at any rank count, thread count and list, and on both backends.
 using LjCoefficients32 = LjCoefficientsT<float>;
 using LjTable32 = LjTableT<float>;
 using CoulParams32 = CoulParamsT<float>;
-// The mixed kernels, as the double ones (coul_forces, coul_forces_half, coul_sum), over full lists
-// on either backend and the host's half list; coul_sum_mixed takes either list.
+// The mixed kernels: forces over a full list on either backend (coul_forces_mixed) or the host's
+// half list at any thread count (coul_forces_half_mixed; `scratch`: its per-thread arrays, kept
+// by the caller so that no call allocates); the nine sums (coul_sum's) one at a time over a full
+// list, or all at once over the host's half list.
 #define CUMULUS_COUL_MIXED_KERNELS                                                                      \
   void coul_forces_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj, const CoulParams32& p);   \
-  void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParams32& p);              \
-  ExactSum coul_sum_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj, const CoulParams32& p, int which, int e);
+  void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParams32& p,                \
+                              std::vector<std::int64_t>& scratch);                                       \
+  ExactSum coul_sum_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj, const CoulParams32& p, int which, int e); \
+  void coul_sums_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParams32& p, int e, ExactSum* out);
 CUMULUS_DECLARE_KERNEL_PASSES(coul_mixed_kernels, CUMULUS_COUL_MIXED_KERNELS)
 #undef CUMULUS_COUL_MIXED_KERNELS
 

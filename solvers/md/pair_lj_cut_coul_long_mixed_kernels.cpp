@@ -1,12 +1,17 @@
 // Kernel bodies of lj/cut/coul/long and coul/long in mixed precision (md.precision = "mixed"; one
 // source per backend pass: core/kernel_pass.hpp): pair_lj_cut_coul_long.hpp says what is fp32 and
-// what fp64. The loops are the double path's plain loops (pair_lj_cut_coul_long_kernels.cpp), in
-// the same order: each owned atom sums its pairs in list order (ascending partner id), so the full
-// list, the half list and CUDA give the same bits.
+// what fp64. Each pair's fp64 products are rounded once to fixed point and summed as integers
+// (fixed_point.hpp), so the sums do not depend on the order of the pairs: the host's half list
+// serves any number of threads (each pair once, its partner's share in the thread's own arrays),
+// the full list and CUDA give the same bits, and so does every rank count.
 #include <cstdint>
 #include <cstdlib>
 #include <vector>
+#if !defined(__CUDACC__)
+#include <omp.h>
+#endif
 
+#include "solvers/md/fixed_point.hpp"
 #include "solvers/md/pair_host_simd.hpp"
 #include "solvers/md/pair_lj_cut_coul_long.hpp"
 
@@ -67,6 +72,26 @@ CUMULUS_HD inline double share(int which, const MixedPair& m) {
   }
 }
 
+// One pair's terms in fixed-point units: the force components dx F/r (exact fp64 products of two
+// fp32 numbers), and with `energy` the energy (fp64 sum of the three fp32 terms) and the virial r^2
+// F/r. bad: bit 0 a force term out of range (or NaN), bit 1 an energy or virial term.
+struct FixedTerms {
+  std::int64_t f[3] = {0, 0, 0}, e = 0, v = 0;
+  int bad = 0;
+};
+CUMULUS_HD inline FixedTerms fixed_terms(const MixedPair& m, bool energy) {
+  FixedTerms u;
+  const double f = m.t.fpair;
+  // Every conversion runs (no short circuit): each writes its term.
+  const bool okx = fixed::units(m.dx * f, &u.f[0]), oky = fixed::units(m.dy * f, &u.f[1]), okz = fixed::units(m.dz * f, &u.f[2]);
+  u.bad = okx && oky && okz ? 0 : 1;
+  if (energy) {
+    const bool oke = fixed::units(m.t.evdwl + m.t.ecoul + m.t.ecorr, &u.e), okv = fixed::units(m.r2 * f, &u.v);
+    if (!(oke && okv)) u.bad |= 2;
+  }
+  return u;
+}
+
 }  // namespace
 
 #if !defined(__CUDACC__) && defined(__x86_64__)
@@ -80,9 +105,12 @@ CUMULUS_HD inline double share(int which, const MixedPair& m) {
 namespace {
 using pair_simd::SpecialCursor;
 constexpr int kChunk = 64;  // a multiple of 8
+// A chunk's partners and their terms in fixed-point units (fixed_terms'), and per-partner
+// flags when a term was out of range (filled only then, by the scalar path).
 struct alignas(64) MixedChunk {
   int j[kChunk], level[kChunk];
-  double tx[kChunk], ty[kChunk], tz[kChunk], te[kChunk], tv[kChunk];
+  std::int64_t f[3][kChunk], e[kChunk], v[kChunk];
+  int bad[kChunk];
 };
 // The AVX2 loop where the CPU has it (CUMULUS_NO_AVX512 in the environment, as for the double
 // path's hand-written loop: the generic loops; the tests compare the two).
@@ -109,14 +137,27 @@ __attribute__((target("avx2"))) inline void widen(__m256 v, __m256d& lo, __m256d
   hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
 }
 
-// Atom i's partners nb[0 .. m) (m <= kChunk): their terms into c.tx ..., in list order; lanes past
-// m repeat the last partner and are never read.
-__attribute__((target("avx2"))) void mixed_chunk_avx2(int m, const int* nb, const Atoms& a, const LjTable32& lj,
+// fixed::units on 4 lanes into out[0 .. 4): the lanes' in-range mask (false for NaN).
+__attribute__((target("avx2"))) inline __m256d fixed4(__m256d v, std::int64_t* out) {
+  const __m256d s = _mm256_mul_pd(v, _mm256_set1_pd(fixed::kUnit));
+  const __m256d mag = _mm256_andnot_pd(_mm256_set1_pd(-0.0), s);
+  const __m256i bits = _mm256_castpd_si256(_mm256_add_pd(s, _mm256_set1_pd(fixed::kMagic)));
+  _mm256_store_si256(reinterpret_cast<__m256i*>(out),
+                     _mm256_sub_epi64(bits, _mm256_set1_epi64x(static_cast<long long>(fixed::kMagicBits))));
+  return _mm256_cmp_pd(mag, _mm256_set1_pd(fixed::kLimit), _CMP_LE_OQ);
+}
+
+// Atom i's partners nb[0 .. m) (m <= kChunk): their terms into c.f, c.e, c.v in list order (lanes
+// past m repeat the last partner and are never read). Returns fixed_terms' bad bits over the lanes
+// (then the values of the bad lanes are not fixed_terms': the caller redoes the chunk by scalar).
+__attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const Atoms& a, const LjTable32& lj,
                                                       const CoulParams32& p, int i, SpecialCursor& sc, bool energy,
                                                       MixedChunk& c) {
   const int mp = (m + 7) / 8 * 8;
   for (int k = 0; k < mp; ++k) c.j[k] = nb[k < m ? k : m - 1];
-  for (int k = 0; k < mp; ++k) c.level[k] = a.nspecial > 0 && k < m ? sc.level(a.id[c.j[k]]) : 0;
+  for (int k = 0; k < mp; ++k) c.level[k] = 0;
+  if (a.nspecial > 0)  // partners ascend in id: past i's last special partner, every level is 0
+    for (int k = 0; k < m && !sc.exhausted(); ++k) c.level[k] = sc.level(a.id[c.j[k]]);
   const __m256d xi = _mm256_set1_pd(a.x[i]), yi = _mm256_set1_pd(a.y[i]), zi = _mm256_set1_pd(a.z[i]);
   __m256d L[3], h[3], mh[3];
   for (int d = 0; d < 3; ++d) {
@@ -135,6 +176,7 @@ __attribute__((target("avx2"))) void mixed_chunk_avx2(int m, const int* nb, cons
   const __m256 scv = _mm256_load_ps(scf), slv = _mm256_load_ps(slf);
   const bool one_type = lj.ntypes == 1;
   const float* const row = &lj.c[one_type ? 0 : a.type[i] * lj.ntypes].cut2;  // 6 floats per partner type
+  __m256d ok_f = _mm256_castsi256_pd(_mm256_set1_epi64x(-1)), ok_e = ok_f;
   for (int q = 0; q < mp; q += 8) {
     const __m256i j = _mm256_load_si256(reinterpret_cast<const __m256i*>(c.j + q));
     // The separations, two times 4 lanes in fp64, rounded to fp32.
@@ -190,15 +232,15 @@ __attribute__((target("avx2"))) void mixed_chunk_avx2(int m, const int* nb, cons
       f = _mm256_add_ps(f, _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(in_l, r6i), _mm256_sub_ps(_mm256_mul_ps(lc[1], r6i), lc[2])), r2i));
       evdwl = _mm256_mul_ps(in_l, _mm256_sub_ps(_mm256_mul_ps(r6i, _mm256_sub_ps(_mm256_mul_ps(lc[3], r6i), lc[4])), lc[5]));
     }
-    // fp64 from here: the products with the separations, and the energy's sum (mixed_pair's).
+    // fp64 from here: the products with the separations, the energy's sum (mixed_pair's), then
+    // fixed point (fixed::units on 4 lanes: times 2^24, the range check, the magic-number rounding).
     __m256d f2[2], d2[2];
     widen(f, f2[0], f2[1]);
     const __m256 comp[3] = {dx, dy, dz};
-    double* const out[3] = {c.tx + q, c.ty + q, c.tz + q};
     for (int w = 0; w < 3; ++w) {
       widen(comp[w], d2[0], d2[1]);
-      _mm256_store_pd(out[w], _mm256_mul_pd(d2[0], f2[0]));
-      _mm256_store_pd(out[w] + 4, _mm256_mul_pd(d2[1], f2[1]));
+      for (int hh = 0; hh < 2; ++hh)
+        ok_f = _mm256_and_pd(ok_f, fixed4(_mm256_mul_pd(d2[hh], f2[hh]), c.f[w] + q + 4 * hh));
     }
     if (energy) {
       __m256d ev[2], ec[2], ek[2], rr[2];
@@ -207,30 +249,59 @@ __attribute__((target("avx2"))) void mixed_chunk_avx2(int m, const int* nb, cons
       widen(ecorr, ek[0], ek[1]);
       widen(r2, rr[0], rr[1]);
       for (int hh = 0; hh < 2; ++hh) {
-        _mm256_store_pd(c.te + q + 4 * hh, _mm256_add_pd(_mm256_add_pd(ev[hh], ec[hh]), ek[hh]));
-        _mm256_store_pd(c.tv + q + 4 * hh, _mm256_mul_pd(rr[hh], f2[hh]));
+        ok_e = _mm256_and_pd(ok_e, fixed4(_mm256_add_pd(_mm256_add_pd(ev[hh], ec[hh]), ek[hh]), c.e + q + 4 * hh));
+        ok_e = _mm256_and_pd(ok_e, fixed4(_mm256_mul_pd(rr[hh], f2[hh]), c.v + q + 4 * hh));
       }
     }
   }
+  return (_mm256_movemask_pd(ok_f) == 0xf ? 0 : 1) | (_mm256_movemask_pd(ok_e) == 0xf ? 0 : 2);
 }
 
 #pragma GCC diagnostic pop
 
-// Atom i's pairs nb[0 .. n) a chunk at a time: calls add(c, m) with each chunk's m pairs.
+// The chunk's terms lane by lane by the generic path (fixed_terms), with each lane's bad bits: the
+// rare chunk in which a term was out of range.
+int chunk_scalar(int m, const Atoms& a, const LjTable32& lj, const CoulParams32& p, int i, bool energy, MixedChunk& c) {
+  int bad = 0;
+  for (int k = 0; k < m; ++k) {
+    const FixedTerms u = fixed_terms(mixed_pair(a, lj, p, i, c.j[k], c.level[k]), energy);
+    for (int w = 0; w < 3; ++w) c.f[w][k] = u.f[w];
+    c.e[k] = u.e;
+    c.v[k] = u.v;
+    c.bad[k] = u.bad;
+    bad |= u.bad;
+  }
+  return bad;
+}
+
+// Atom i's pairs nb[0 .. n) a chunk at a time: calls add(c, m, bad) with each chunk's m pairs (bad:
+// some c.bad[k] are set; otherwise c.bad is not read).
 template <class Add>
 void mixed_pairs(const Atoms& a, const LjTable32& lj, const CoulParams32& p, int i, const int* nb, std::int64_t n, MixedChunk& c,
                  Add add) {
   SpecialCursor sc{&a, i};
   for (std::int64_t k0 = 0; k0 < n; k0 += kChunk) {
     const int len = static_cast<int>(n - k0 < kChunk ? n - k0 : kChunk);
-    mixed_chunk_avx2(len, nb + k0, a, lj, p, i, sc, a.energy, c);
-    add(c, len);
+    int bad = mixed_chunk_avx2(len, nb + k0, a, lj, p, i, sc, a.energy, c);
+    if (bad) bad = chunk_scalar(len, a, lj, p, i, a.energy, c);
+    add(c, len, bad);
   }
 }
 }  // namespace
 #endif
 
+// The full list, on either backend: each owned atom sums its own pairs.
 void coul_forces_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj, const CoulParams32& p) {
+  const bool energy = a.energy;
+  auto store = [=] CUMULUS_HD(int i, const std::int64_t* s, int bad) {
+    a.fx[i] = fixed::value(s[0], bad & 1);
+    a.fy[i] = fixed::value(s[1], bad & 1);
+    a.fz[i] = fixed::value(s[2], bad & 1);
+    if (energy) {
+      a.pe[i] = fixed::value(s[3], bad & 2, 0.5);
+      a.virial[i] = fixed::value(s[4], bad & 2, 0.5);
+    }
+  };
 #if !defined(__CUDACC__) && defined(__x86_64__)
   if (!ex.is_cuda() && mixed_simd()) {
     detail::KernelTimer<int> timer(ex, "md.forces");
@@ -239,155 +310,196 @@ void coul_forces_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj, cons
       MixedChunk c;
 #pragma omp for schedule(static)
       for (int i = 0; i < a.n; ++i) {
-        double fx = 0, fy = 0, fz = 0, pe = 0, vir = 0;
-        mixed_pairs(a, lj, p, i, a.neighbors + a.start[i], a.start[i + 1] - a.start[i], c, [&](const MixedChunk& ch, int m) {
-          for (int k = 0; k < m; ++k) {
-            fx += ch.tx[k];
-            fy += ch.ty[k];
-            fz += ch.tz[k];
-          }
-          if (a.energy)
+        std::int64_t s[5] = {0, 0, 0, 0, 0};
+        int bad = 0;
+        mixed_pairs(a, lj, p, i, a.neighbors + a.start[i], a.start[i + 1] - a.start[i], c, [&](const MixedChunk& ch, int m, int b) {
+          for (int w = 0; w < 3; ++w)
+            for (int k = 0; k < m; ++k) s[w] += ch.f[w][k];
+          if (energy)
             for (int k = 0; k < m; ++k) {
-              pe += ch.te[k];
-              vir += ch.tv[k];
+              s[3] += ch.e[k];
+              s[4] += ch.v[k];
             }
+          bad |= b;
         });
-        a.fx[i] = fx;
-        a.fy[i] = fy;
-        a.fz[i] = fz;
-        if (a.energy) {
-          a.pe[i] = 0.5 * pe;
-          a.virial[i] = 0.5 * vir;
-        }
+        store(i, s, bad);
       }
     }
     return;
   }
 #endif
-  const bool energy = a.energy;
   for_each(ex, "md.forces", Box(0, 0, 0, a.n, 1, 1), [=] CUMULUS_HD(int i, int, int) {
-    double fx = 0, fy = 0, fz = 0, pe = 0, vir = 0;
+    std::int64_t s[5] = {0, 0, 0, 0, 0};
+    int bad = 0;
     for (std::int64_t k = a.start[i]; k < a.start[i + 1]; ++k) {
       const int j = a.neighbors[k];
-      const MixedPair m = mixed_pair(a, lj, p, i, j, a.nspecial > 0 ? special_level(a, i, a.id[j]) : 0);
-      fx += m.dx * m.t.fpair;
-      fy += m.dy * m.t.fpair;
-      fz += m.dz * m.t.fpair;
-      pe += m.t.evdwl + m.t.ecoul + m.t.ecorr;
-      vir += m.r2 * m.t.fpair;
+      const FixedTerms u = fixed_terms(mixed_pair(a, lj, p, i, j, a.nspecial > 0 ? special_level(a, i, a.id[j]) : 0), energy);
+      s[0] += u.f[0];
+      s[1] += u.f[1];
+      s[2] += u.f[2];
+      s[3] += u.e;
+      s[4] += u.v;
+      bad |= u.bad;
     }
-    a.fx[i] = fx;
-    a.fy[i] = fy;
-    a.fz[i] = fz;
-    if (energy) {
-      a.pe[i] = 0.5 * pe;
-      a.virial[i] = 0.5 * vir;
-    }
+    store(i, s, bad);
   });
 }
 
 #if !defined(__CUDACC__)
-// The half list: each pair once, from the slot of the smaller id, its terms added to both atoms
-// (the partner's the exact negative), so each owned atom receives them in ascending partner id as
-// the full list gives them (coul_forces_half's order). Ghost entries are scratch.
-void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParams32& p) {
-  auto zero = [&](int i) {
-    a.fx[i] = a.fy[i] = a.fz[i] = 0;
-    a.pe[i] = a.virial[i] = 0;
-  };
-  for (int s = 0; s < a.nslots; ++s) zero(a.order[s]);
-  for (int i = 0; i < a.n; ++i) zero(i);
+namespace {
+// The half list's per-thread arrays: for each local atom (owned and ghosts) its force components,
+// energy, virial and bad bits, in units; kCols columns of nlocal.
+constexpr int kCols = 6;
+}  // namespace
+
+// The half list, at any number of threads: each pair once, from the slot of the smaller id; both
+// atoms' terms go to the arrays of the thread that computes it (the partner's the exact negative),
+// and the threads' arrays are added at the end (integers: the same bits in any grouping). Ghost
+// entries are scratch.
+void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParams32& p, std::vector<std::int64_t>& scratch) {
+  const int nthreads = omp_get_max_threads();
+  const std::size_t nl = static_cast<std::size_t>(a.nlocal > a.n ? a.nlocal : a.n), per = kCols * nl;
+  if (scratch.size() < per * static_cast<std::size_t>(nthreads)) scratch.resize(per * static_cast<std::size_t>(nthreads));
+  const bool energy = a.energy;
+#pragma omp parallel num_threads(nthreads)
+  {
+    std::int64_t* const mine = scratch.data() + per * static_cast<std::size_t>(omp_get_thread_num());
+    std::int64_t* const col[kCols] = {mine, mine + nl, mine + 2 * nl, mine + 3 * nl, mine + 4 * nl, mine + 5 * nl};
+    for (int w = 0; w < kCols; ++w)
+      if (w < 3 || w == 5 || energy) std::fill(col[w], col[w] + nl, std::int64_t{0});
 #if defined(__x86_64__)
-  if (mixed_simd()) {
+    const bool simd = mixed_simd();
     MixedChunk c;
+#endif
+#pragma omp for schedule(dynamic, 32)
     for (int s = 0; s < a.nslots; ++s) {
       const int i = a.order[s];
-      double sx = a.fx[i], sy = a.fy[i], sz = a.fz[i], se = a.pe[i], sv = a.virial[i];
-      mixed_pairs(a, lj, p, i, a.neighbors + a.start[s], a.start[s + 1] - a.start[s], c, [&](const MixedChunk& ch, int m) {
-        for (int k = 0; k < m; ++k) {
-          sx += ch.tx[k];
-          sy += ch.ty[k];
-          sz += ch.tz[k];
-          const int j = ch.j[k];
-          a.fx[j] -= ch.tx[k];
-          a.fy[j] -= ch.ty[k];
-          a.fz[j] -= ch.tz[k];
-        }
-        if (a.energy)
-          for (int k = 0; k < m; ++k) {
-            se += ch.te[k];
-            sv += ch.tv[k];
-            const int j = ch.j[k];
-            a.pe[j] += ch.te[k];
-            a.virial[j] += ch.tv[k];
+      std::int64_t si[5] = {0, 0, 0, 0, 0};
+      int bad_i = 0;
+#if defined(__x86_64__)
+      if (simd) {
+        mixed_pairs(a, lj, p, i, a.neighbors + a.start[s], a.start[s + 1] - a.start[s], c, [&](const MixedChunk& ch, int m, int bad) {
+          for (int w = 0; w < 3; ++w) {
+            std::int64_t acc = 0;
+            std::int64_t* const cw = col[w];
+            for (int k = 0; k < m; ++k) {
+              acc += ch.f[w][k];
+              cw[ch.j[k]] -= ch.f[w][k];
+            }
+            si[w] += acc;
           }
-      });
-      a.fx[i] = sx;
-      a.fy[i] = sy;
-      a.fz[i] = sz;
-      a.pe[i] = se;
-      a.virial[i] = sv;
-    }
-  } else
+          if (energy)
+            for (int k = 0; k < m; ++k) {
+              si[3] += ch.e[k];
+              si[4] += ch.v[k];
+              col[3][ch.j[k]] += ch.e[k];
+              col[4][ch.j[k]] += ch.v[k];
+            }
+          if (bad)
+            for (int k = 0; k < m; ++k) {
+              bad_i |= ch.bad[k];
+              col[5][ch.j[k]] |= ch.bad[k];
+            }
+        });
+      } else
 #endif
-  for (int s = 0; s < a.nslots; ++s) {
-    const int i = a.order[s];
-    double sx = a.fx[i], sy = a.fy[i], sz = a.fz[i], se = a.pe[i], sv = a.virial[i];
-    for (std::int64_t k = a.start[s]; k < a.start[s + 1]; ++k) {
-      const int j = a.neighbors[k];
-      const MixedPair m = mixed_pair(a, lj, p, i, j, a.nspecial > 0 ? special_level(a, i, a.id[j]) : 0);
-      const double tx = m.dx * m.t.fpair, ty = m.dy * m.t.fpair, tz = m.dz * m.t.fpair;
-      const double e = m.t.evdwl + m.t.ecoul + m.t.ecorr, v = m.r2 * m.t.fpair;
-      sx += tx;
-      sy += ty;
-      sz += tz;
-      se += e;
-      sv += v;
-      a.fx[j] -= tx;
-      a.fy[j] -= ty;
-      a.fz[j] -= tz;
-      a.pe[j] += e;
-      a.virial[j] += v;
+      {
+        for (std::int64_t k = a.start[s]; k < a.start[s + 1]; ++k) {
+          const int j = a.neighbors[k];
+          const FixedTerms u = fixed_terms(mixed_pair(a, lj, p, i, j, a.nspecial > 0 ? special_level(a, i, a.id[j]) : 0), energy);
+          for (int w = 0; w < 3; ++w) {
+            si[w] += u.f[w];
+            col[w][j] -= u.f[w];
+          }
+          if (energy) {
+            si[3] += u.e;
+            si[4] += u.v;
+            col[3][j] += u.e;
+            col[4][j] += u.v;
+          }
+          bad_i |= u.bad;
+          col[5][j] |= u.bad;
+        }
+      }
+      for (int w = 0; w < 5; ++w) col[w][i] += si[w];
+      col[5][i] |= bad_i;
     }
-    a.fx[i] = sx;
-    a.fy[i] = sy;
-    a.fz[i] = sz;
-    a.pe[i] = se;
-    a.virial[i] = sv;
-  }
-  for (int i = 0; i < a.n; ++i) {
-    a.pe[i] = 0.5 * a.pe[i];
-    a.virial[i] = 0.5 * a.virial[i];
+    // (the implicit barrier of the loop above: every thread's arrays are complete)
+#pragma omp for schedule(static)
+    for (int i = 0; i < a.n; ++i) {
+      std::int64_t t[5] = {0, 0, 0, 0, 0};
+      std::int64_t bad = 0;
+      for (int th = 0; th < nthreads; ++th) {
+        const std::int64_t* const o = scratch.data() + per * static_cast<std::size_t>(th) + static_cast<std::size_t>(i);
+        for (int w = 0; w < 3; ++w) t[w] += o[w * nl];
+        if (energy) {
+          t[3] += o[3 * nl];
+          t[4] += o[4 * nl];
+        }
+        bad |= o[5 * nl];
+      }
+      const int b = static_cast<int>(bad);
+      a.fx[i] = fixed::value(t[0], b & 1);
+      a.fy[i] = fixed::value(t[1], b & 1);
+      a.fz[i] = fixed::value(t[2], b & 1);
+      if (energy) {
+        a.pe[i] = fixed::value(t[3], b & 2, 0.5);
+        a.virial[i] = fixed::value(t[4], b & 2, 0.5);
+      }
+    }
   }
 }
-#endif
 
-ExactSum coul_sum_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj, const CoulParams32& p, int which, int e) {
-  const double to_units = ::ldexp(0.5, -e);  // the atom's half, in units of 2^e
-#if !defined(__CUDACC__)
-  if (a.half) {
-    std::vector<double> acc(static_cast<std::size_t>(a.nslots), 0.0);
+// The nine sums over the half list in one pass, threads as above: each pair's shares in units,
+// counted once for each of its atoms that this rank owns (in halves of units), totalled per thread
+// in 128 bits and added exactly.
+void coul_sums_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParams32& p, int e, ExactSum* out) {
+  __int128 total[9] = {};
+  int bad_all = 0;
+#pragma omp parallel
+  {
+    __int128 mine[9] = {};
+    int bad = 0;
+#pragma omp for schedule(dynamic, 32)
     for (int s = 0; s < a.nslots; ++s) {
       const int i = a.order[s];
       for (std::int64_t k = a.start[s]; k < a.start[s + 1]; ++k) {
         const int j = a.neighbors[k];
-        const double v = share(which, mixed_pair(a, lj, p, i, j, a.nspecial > 0 ? special_level(a, i, a.id[j]) : 0));
-        acc[static_cast<std::size_t>(i)] += v;
-        acc[static_cast<std::size_t>(j)] += v;
+        const int w = (i < a.n) + (j < a.n);
+        const MixedPair m = mixed_pair(a, lj, p, i, j, a.nspecial > 0 ? special_level(a, i, a.id[j]) : 0);
+        for (int q = 0; q < 9; ++q) {
+          std::int64_t u;
+          if (!fixed::units(share(q, m), &u)) bad = 1;
+          mine[q] += static_cast<__int128>(w * u);
+        }
       }
     }
-    ExactSum sum;
-    for (int i = 0; i < a.n; ++i) sum = sum + ExactSum::of_units(acc[static_cast<std::size_t>(i)] * to_units);
-    return sum;
+#pragma omp critical(cumulus_coul_sums_half_mixed)
+    {
+      for (int q = 0; q < 9; ++q) total[q] += mine[q];
+      bad_all |= bad;
+    }
   }
+  for (int q = 0; q < 9; ++q) {
+    out[q] = fixed::exact_half_units(total[q], e);
+    if (bad_all) out[q] = out[q] + ExactSum::of_units(hd::detail::from_bits(0x7ff8000000000000ULL));
+  }
+}
 #endif
+
+// One of the nine sums over the full list, either backend: each owned atom's pairs' shares in
+// units, an integer sum, taken as half (the atom's share of each pair) exactly.
+ExactSum coul_sum_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj, const CoulParams32& p, int which, int e) {
   return reduce(ex, "md.coul_sum.pairs", Box(0, 0, 0, a.n, 1, 1), ExactSum{}, SumOp{}, [=] CUMULUS_HD(int i, int, int) {
-    double t = 0;
+    std::int64_t t = 0;
+    bool ok = true;
     for (std::int64_t k = a.start[i]; k < a.start[i + 1]; ++k) {
       const int j = a.neighbors[k];
-      t += share(which, mixed_pair(a, lj, p, i, j, a.nspecial > 0 ? special_level(a, i, a.id[j]) : 0));
+      std::int64_t u;
+      if (!fixed::units(share(which, mixed_pair(a, lj, p, i, j, a.nspecial > 0 ? special_level(a, i, a.id[j]) : 0)), &u)) ok = false;
+      t += u;
     }
-    return ExactSum::of_units(t * to_units);
+    return ok ? fixed::exact_half_units(t, e) : ExactSum::of_units(hd::detail::from_bits(0x7ff8000000000000ULL));
   });
 }
 

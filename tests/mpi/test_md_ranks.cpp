@@ -385,7 +385,7 @@ TEST_P(MdRanks, ShakeClustersAtAnyRankCount) {
                                            "pressure = 2.0\ncompressibility = 0.05\nbarostat_damping = 0.1\nbarostat_every = 10\n");
 }
 
-// Mixed precision (fp32 pair terms, fp64 sums in the double path's order): rigid molecules with
+// Mixed precision (fp32 pair terms, fixed-point sums): rigid molecules with
 // PME, the same bits at any rank count and with the kernel-built list.
 TEST_P(MdRanks, MixedPrecisionAtAnyRankCount) {
   CUMULUS_EXEC_OR_SKIP(ex, GetParam());

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -434,85 +435,160 @@ TEST(PairCoulLong, TabulatedLoopsGiveCoulPairsBits) {
   ::unsetenv("CUMULUS_NO_AVX512");
 }
 
-// md.precision = "mixed": the fp32 pair terms with fp64 sums against the double path, and the same
-// bits over the full list (two threads) and the half list (one), by the generic and AVX-512 loops.
-TEST(PairCoulLong, MixedPrecisionIsDoubleToFp32AndTheSameOverBothLists) {
-  Exec ex;
-  IonChains ions(ex);
-  const int n = IonChains::n;
+// md.precision = "mixed": the fp32 pair terms, summed in fixed point, against the double path;
+// and the same bits over the full list (two threads), the half list at one thread and at two, by
+// the generic loops and the AVX2 loop; then a pair out of the fixed-point range.
+namespace {
+struct MixedIons {
+  IonChains ions;
   CoulParams32 p32;
-  p32.qqr2e = static_cast<float>(ions.p.qqr2e);
-  p32.cut2 = static_cast<float>(ions.p.cut2);
-  for (int l = 0; l < 4; ++l) {
-    p32.special_lj[l] = static_cast<float>(ions.p.special_lj[l]);
-    p32.special_coul[l] = static_cast<float>(ions.p.special_coul[l]);
-  }
-  const std::vector<float> table32(ions.table.begin(), ions.table.end());
-  p32.table = CoulTableViewT<float>{table32.data(), static_cast<float>(ions.p.table.inv_ds), p32.cut2, ions.p.table.n};
+  std::vector<float> table32;
   std::vector<LjCoefficients32> c32;
-  for (const LjCoefficients& q : ions.c)
-    c32.push_back({static_cast<float>(q.cut2), static_cast<float>(q.lj1), static_cast<float>(q.lj2), static_cast<float>(q.lj3),
-                   static_cast<float>(q.lj4), static_cast<float>(q.offset)});
-  const LjTable lj{ions.c.data(), 2};
-  const LjTable32 lj32{c32.data(), 2};
-  // The double path's full list; then mixed over the full list (two threads) and the half list
-  // (one), with the generic loops (CUMULUS_NO_AVX512) and with the AVX-512 loop where the CPU has it.
-  std::vector<double> dbl[5], mixed[4][5];
-  double sums[4][9];
-  for (int run = 0; run < 4; ++run) {
-    const int threads = run % 2 == 0 ? 2 : 1;
-    if (run < 2)
+  explicit MixedIons(const Exec& ex) : ions(ex) {
+    p32.qqr2e = static_cast<float>(ions.p.qqr2e);
+    p32.cut2 = static_cast<float>(ions.p.cut2);
+    for (int l = 0; l < 4; ++l) {
+      p32.special_lj[l] = static_cast<float>(ions.p.special_lj[l]);
+      p32.special_coul[l] = static_cast<float>(ions.p.special_coul[l]);
+    }
+    table32.assign(ions.table.begin(), ions.table.end());
+    p32.table = CoulTableViewT<float>{table32.data(), static_cast<float>(ions.p.table.inv_ds), p32.cut2, ions.p.table.n};
+    for (const LjCoefficients& q : ions.c)
+      c32.push_back({static_cast<float>(q.cut2), static_cast<float>(q.lj1), static_cast<float>(q.lj2), static_cast<float>(q.lj3),
+                     static_cast<float>(q.lj4), static_cast<float>(q.offset)});
+  }
+  // Forces, energies and virials (5 arrays) and the nine sums by one path: `threads` OpenMP
+  // threads, the half list or the full one, the generic loops or the AVX2 loop.
+  struct Out {
+    std::vector<double> w[5];
+    double sums[9];
+    bool half = false;
+  };
+  Out run(const Exec& ex, int threads, bool half, bool generic) {
+    if (generic)
       ::setenv("CUMULUS_NO_AVX512", "1", 1);
     else
       ::unsetenv("CUMULUS_NO_AVX512");
     const int saved = omp_get_max_threads();
     omp_set_num_threads(threads);
     auto list = make_host_neighbor_list(ex);
+    list->allow_threaded_half(half);
     ions.atoms.fit_scratch(ions.atoms.nown());
     list->build(ions.atoms, ions.box, 8.5);
     ions.atoms.fit_scratch(list->half() ? ions.atoms.nlocal() : ions.atoms.nown());
     Atoms a = ions.atoms.view(list.get(), ions.box);
     a.energy = true;
-    const double* got[5] = {a.fx, a.fy, a.fz, a.pe, a.virial};
-    if (threads == 2) {
-      if (run == 0) {
-        coul_kernels::host_pass::coul_forces(ex, a, lj, ions.p);
-        for (int w = 0; w < 5; ++w) dbl[w].assign(got[w], got[w] + n);
-      }
+    const LjTable32 lj32{c32.data(), 2};
+    Out o;
+    o.half = list->half();
+    std::vector<std::int64_t> scratch;
+    if (o.half)
+      coul_mixed_kernels::host_pass::coul_forces_half_mixed(a, lj32, p32, scratch);
+    else
       coul_mixed_kernels::host_pass::coul_forces_mixed(ex, a, lj32, p32);
-    } else {
-      coul_mixed_kernels::host_pass::coul_forces_half_mixed(a, lj32, p32);
-    }
-    for (int w = 0; w < 5; ++w) mixed[run][w].assign(got[w], got[w] + n);
-    for (int w = 0; w < 9; ++w) {
-      double v = 0;
-      ASSERT_TRUE(coul_mixed_kernels::host_pass::coul_sum_mixed(ex, a, lj32, p32, w, -60).value_rounded(-60, &v));
-      sums[run][w] = v;
-    }
+    const double* got[5] = {a.fx, a.fy, a.fz, a.pe, a.virial};
+    for (int w = 0; w < 5; ++w) o.w[w].assign(got[w], got[w] + IonChains::n);
+    ExactSum s[9];
+    if (o.half)
+      coul_mixed_kernels::host_pass::coul_sums_half_mixed(a, lj32, p32, -60, s);
+    else
+      for (int w = 0; w < 9; ++w) s[w] = coul_mixed_kernels::host_pass::coul_sum_mixed(ex, a, lj32, p32, w, -60);
+    for (int w = 0; w < 9; ++w)
+      if (!s[w].value_rounded(-60, &o.sums[w])) o.sums[w] = std::nan("");
+    omp_set_num_threads(saved);
+    ::unsetenv("CUMULUS_NO_AVX512");
+    return o;
+  }
+};
+// Arrays equal bit for bit (NaN equal to NaN).
+bool same_bits(const std::vector<double>& x, const std::vector<double>& y) {
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(double)) == 0;
+}
+}  // namespace
+
+TEST(PairCoulLong, MixedPrecisionIsDoubleToFp32AndTheSameOverEveryListAndThreadCount) {
+  Exec ex;
+  MixedIons m(ex);
+  const int n = IonChains::n;
+  // The double path's full list, as the reference for accuracy.
+  std::vector<double> dbl[5];
+  {
+    const int saved = omp_get_max_threads();
+    omp_set_num_threads(2);
+    auto list = make_host_neighbor_list(ex);
+    m.ions.atoms.fit_scratch(m.ions.atoms.nown());
+    list->build(m.ions.atoms, m.ions.box, 8.5);
+    ASSERT_FALSE(list->half());
+    Atoms a = m.ions.atoms.view(list.get(), m.ions.box);
+    a.energy = true;
+    coul_kernels::host_pass::coul_forces(ex, a, LjTable{m.ions.c.data(), 2}, m.ions.p);
+    const double* got[5] = {a.fx, a.fy, a.fz, a.pe, a.virial};
+    for (int w = 0; w < 5; ++w) dbl[w].assign(got[w], got[w] + n);
     omp_set_num_threads(saved);
   }
-  ::unsetenv("CUMULUS_NO_AVX512");
-  const char* names[4] = {"generic full list", "generic half list", "AVX-512 full list", "AVX-512 half list"};
-  for (int run = 1; run < 4; ++run) {
-    for (int w = 0; w < 5; ++w) EXPECT_TRUE(mixed[0][w] == mixed[run][w]) << names[run] << " differs in array " << w;
-    for (int w = 0; w < 9; ++w) EXPECT_EQ(sums[0][w], sums[run][w]) << names[run] << ", sum " << w;
+  struct Path {
+    const char* name;
+    int threads;
+    bool half, generic;
+  };
+  const Path paths[] = {{"generic, full list, 2 threads", 2, false, true}, {"generic, half list, 1 thread", 1, true, true},
+                        {"generic, half list, 2 threads", 2, true, true},  {"AVX2, full list, 2 threads", 2, false, false},
+                        {"AVX2, half list, 1 thread", 1, true, false},     {"AVX2, half list, 2 threads", 2, true, false}};
+  std::vector<MixedIons::Out> out;
+  for (const Path& q : paths) {
+    out.push_back(m.run(ex, q.threads, q.half, q.generic));
+    EXPECT_EQ(out.back().half, q.half) << q.name;
+  }
+  for (std::size_t r = 1; r < out.size(); ++r) {
+    for (int w = 0; w < 5; ++w) EXPECT_TRUE(same_bits(out[0].w[w], out[r].w[w])) << paths[r].name << " differs in array " << w;
+    for (int w = 0; w < 9; ++w) EXPECT_EQ(out[0].sums[w], out[r].sums[w]) << paths[r].name << ", sum " << w;
   }
   double df = 0, f2 = 0, pe_d = 0, pe_m = 0;
   for (int i = 0; i < n; ++i) {
     for (int w = 0; w < 3; ++w) {
-      const double e = mixed[1][w][static_cast<std::size_t>(i)] - dbl[w][static_cast<std::size_t>(i)];
+      const double e = out[0].w[w][static_cast<std::size_t>(i)] - dbl[w][static_cast<std::size_t>(i)];
       df += e * e;
       f2 += dbl[w][static_cast<std::size_t>(i)] * dbl[w][static_cast<std::size_t>(i)];
     }
     pe_d += dbl[3][static_cast<std::size_t>(i)];
-    pe_m += mixed[1][3][static_cast<std::size_t>(i)];
+    pe_m += out[0].w[3][static_cast<std::size_t>(i)];
   }
   const double rms = std::sqrt(df / f2), epot = std::fabs(pe_m - pe_d) / std::fabs(pe_d);
   std::printf("[ mixed ] RMS force error %.2e of the RMS force, energy %.2e relative\n", rms, epot);
   EXPECT_LT(rms, 2e-6);  // fp32 terms: some units of 2^-24 (6.9e-7 here)
   EXPECT_GT(rms, 1e-10);  // and fp32 indeed
   EXPECT_LT(epot, 1e-6);
-  EXPECT_NEAR(sums[0][6] + sums[0][7] + sums[0][8], pe_m, 1e-9 * std::fabs(pe_m));  // the thermo sums are the forces' terms
+  // The thermo sums are the forces' terms: the per-atom energies sum (exactly, in halves of 2^-24)
+  // to the three energy sums.
+  EXPECT_NEAR(out[0].sums[6] + out[0].sums[7] + out[0].sums[8], pe_m, 1e-9 * std::fabs(pe_m));
+}
+
+// A pair beyond the fixed-point range (two atoms 0.05 A apart: an LJ force of about 1e20) makes
+// both atoms' forces and energies NaN on every path (and no other atom's), so that the health check
+// stops the run naming them, and the sums NaN.
+TEST(PairCoulLong, MixedPrecisionMarksAPairOutOfRangeNaN) {
+  Exec ex;
+  MixedIons m(ex);
+  const int i = 0, j = 6;  // same type, different chains (no special pair)
+  for (int d = 0; d < 3; ++d) m.ions.atoms.hx(d)[j] = m.ions.atoms.hx(d)[i] + (d == 0 ? 0.05 : 0.0);
+  m.ions.atoms.store.upload();
+  for (bool generic : {true, false})
+    for (int threads : {1, 2})
+      for (bool half : {false, true}) {
+        if (!half && threads == 1) continue;
+        SCOPED_TRACE(std::string(generic ? "generic" : "AVX2") + (half ? ", half list, " : ", full list, ") +
+                     std::to_string(threads) + " thread(s)");
+        const MixedIons::Out o = m.run(ex, threads, half, generic);
+        int nan = 0;
+        for (int a = 0; a < IonChains::n; ++a)
+          if (std::isnan(o.w[0][static_cast<std::size_t>(a)])) {
+            ++nan;
+            EXPECT_TRUE(a == i || a == j) << "atom " << a;
+          }
+        EXPECT_EQ(nan, 2);
+        EXPECT_TRUE(std::isnan(o.w[3][static_cast<std::size_t>(i)]) && std::isnan(o.w[3][static_cast<std::size_t>(j)]));
+        EXPECT_TRUE(std::isnan(o.sums[6]));
+      }
 }
 
 // A data file's Pair Coeffs become the LJ pairs of types the job leaves alone; the job's

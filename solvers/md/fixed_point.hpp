@@ -1,0 +1,71 @@
+#pragma once
+// Fixed-point pair sums (md.precision = "mixed"): each pair's fp64 terms (a force component, an
+// energy, a virial) rounded once to an integer number of units of 2^-24 and summed as 64-bit
+// integers, as OpenMM accumulates forces. Integer addition does not depend on the order of its
+// terms, so a pair loop may visit pairs in any order, once (a half list, Newton's third law, any
+// number of threads) or twice (a full list, CUDA), and every atom's sum has the same bits: at any
+// rank count, thread count, list and backend. The rounding is to nearest, ties to even, so a
+// pair's two atoms get exactly opposite terms (round(-x) = -round(x)).
+//
+// Range: a term must be at most 2^26 = 6.7e7 in magnitude (the units' force or energy: kcal/mol/A
+// in real units; two SPC/E oxygens 0.8 A apart, whose step of 2 fs would fling them thousands of
+// A, in double as well). A term beyond it, or NaN, marks its atoms' sums bad: the force call
+// writes NaN there and the health check stops the run naming the atom, rather than a silent
+// clamp. Resolution: 2^-24 = 6e-8 per term, an fp32 term's own rounding at magnitude 1; the
+// rounding errors are unbiased and independent (an atom's sum over 1,000 pairs: about 5e-7, against
+// forces of 10-100 in liquid water). A sum holds 2^39 = 5.5e11: 8,192 terms at the limit.
+#include <cstdint>
+
+#include "core/exact_sum.hpp"
+#include "core/hd_math.hpp"
+#include "core/kernel_pass.hpp"
+
+namespace cumulus::md::fixed {
+
+inline constexpr double kUnit = 0x1p24;       // units per 1
+inline constexpr double kInvUnit = 0x1p-24;   // 1 per unit
+inline constexpr double kLimit = 0x1p50;      // the largest term, in units (2^26)
+// x + 1.5 * 2^52 holds round(x) in its low mantissa bits for |x| < 2^51: the conversion without a
+// library call (the host's SIMD loop does the same on 4 lanes).
+inline constexpr double kMagic = 0x1.8p52;
+inline constexpr std::uint64_t kMagicBits = 0x4338000000000000ULL;
+
+// v in units, rounded to nearest (ties to even); false (and 0) when |v| > 2^26 or NaN.
+CUMULUS_HD inline bool units(double v, std::int64_t* out) {
+  const double s = v * kUnit;  // exact: a power of two
+  if (!(s <= kLimit && s >= -kLimit)) {
+    *out = 0;
+    return false;
+  }
+  *out = static_cast<std::int64_t>(hd::detail::to_bits(s + kMagic) - kMagicBits);
+  return true;
+}
+
+// A sum of units back to a double (exact below 2^53 units; rounded to nearest above), NaN if bad.
+CUMULUS_HD inline double value(std::int64_t sum, bool bad, double factor = 1.0) {
+  return bad ? hd::detail::from_bits(0x7ff8000000000000ULL) : static_cast<double>(sum) * (factor * kInvUnit);
+}
+
+// A sum of units taken as half (times 2^-25) as an ExactSum in units of 2^e (e <= -25), exactly:
+// its two 32-bit halves convert to doubles without rounding.
+CUMULUS_HD inline ExactSum exact_half_units(std::int64_t sum, int e) {
+  const double scale = hd::detail::from_bits(static_cast<std::uint64_t>(1023 - 25 - e) << 52);  // 2^(-25 - e)
+  const std::int64_t hi = sum >> 32;                                                            // floor
+  const std::int64_t lo = sum - hi * 4294967296;                                                // [0, 2^32)
+  return ExactSum::of_units(static_cast<double>(hi) * (scale * 4294967296.0)) +
+         ExactSum::of_units(static_cast<double>(lo) * scale);
+}
+
+#if !defined(__CUDACC__)
+// The same for a 128-bit sum (the host's per-thread totals of many atoms' terms).
+inline ExactSum exact_half_units(__int128 sum, int e) {
+  const auto part = [](__int128 v) { return static_cast<std::int64_t>(v); };
+  const std::int64_t hi = part(sum >> 64);
+  const std::int64_t mid = part((sum >> 32) & 0xffffffff), lo = part(sum & 0xffffffff);
+  const double scale = hd::detail::from_bits(static_cast<std::uint64_t>(1023 - 25 - e) << 52);
+  return ExactSum::of_units(static_cast<double>(hi) * (scale * 0x1p64)) +
+         ExactSum::of_units(static_cast<double>(mid) * (scale * 0x1p32)) + ExactSum::of_units(static_cast<double>(lo) * scale);
+}
+#endif
+
+}  // namespace cumulus::md::fixed
