@@ -14,6 +14,7 @@
 #include "solvers/md/fixed_point.hpp"
 #include "solvers/md/pair_host_simd.hpp"
 #include "solvers/md/pair_lj_cut_coul_long.hpp"
+#include "solvers/md/pair_mixed_simd.hpp"
 
 namespace cumulus::md {
 namespace coul_mixed_kernels::CUMULUS_PASS {
@@ -126,69 +127,35 @@ bool mixed_simd() {
 #if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-// minimum_image on 4 lanes: d - L above L/2, d + L below -L/2.
-__attribute__((target("avx2"))) inline __m256d image4(__m256d d, __m256d L, __m256d h, __m256d mh) {
-  const __m256d gt = _mm256_cmp_pd(d, h, _CMP_GT_OQ), lt = _mm256_cmp_pd(d, mh, _CMP_LT_OQ);
-  return _mm256_blendv_pd(_mm256_blendv_pd(d, _mm256_add_pd(d, L), lt), _mm256_sub_pd(d, L), gt);
-}
-// fp32 x 8 as two fp64 x 4 (exact).
-__attribute__((target("avx2"))) inline void widen(__m256 v, __m256d& lo, __m256d& hi) {
-  lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
-  hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
-}
-
-// fixed::units on 4 lanes into out[0 .. 4): the lanes' in-range mask (false for NaN).
-__attribute__((target("avx2"))) inline __m256d fixed4(__m256d v, std::int64_t* out) {
-  const __m256d s = _mm256_mul_pd(v, _mm256_set1_pd(fixed::kUnit));
-  const __m256d mag = _mm256_andnot_pd(_mm256_set1_pd(-0.0), s);
-  const __m256i bits = _mm256_castpd_si256(_mm256_add_pd(s, _mm256_set1_pd(fixed::kMagic)));
-  _mm256_store_si256(reinterpret_cast<__m256i*>(out),
-                     _mm256_sub_epi64(bits, _mm256_set1_epi64x(static_cast<long long>(fixed::kMagicBits))));
-  return _mm256_cmp_pd(mag, _mm256_set1_pd(fixed::kLimit), _CMP_LE_OQ);
-}
-
 // Atom i's partners nb[0 .. m) (m <= kChunk): their terms into c.f, c.e, c.v in list order (lanes
 // past m repeat the last partner and are never read). Returns fixed_terms' bad bits over the lanes
 // (then the values of the bad lanes are not fixed_terms': the caller redoes the chunk by scalar).
-// xyzq: the local atoms' positions and charges packed (4 doubles an atom: pack_xyzq), or null to
-// gather them from a's arrays. Loads of whole rows and transposes rather than gathers where they
-// can (a gather of 8 lanes costs about as much as 8 loads on the Zen 3 this was measured on).
+// xyzq: the local atoms' positions and charges packed (4 doubles an atom), or null to gather them
+// from a's arrays. Loads of whole rows and transposes rather than gathers where they can (a gather
+// of 8 lanes costs about as much as 8 loads on the Zen 3 this was measured on).
 __attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const Atoms& a, const double* xyzq,
                                                       const LjTable32& lj, const CoulParams32& p, int i, SpecialCursor& sc,
                                                       bool energy, MixedChunk& c) {
+  using namespace mixed_simd;
   const int mp = (m + 7) / 8 * 8;
   for (int k = 0; k < mp; ++k) c.j[k] = nb[k < m ? k : m - 1];
   for (int k = 0; k < mp; ++k) c.level[k] = 0;
   if (a.nspecial > 0)  // partners ascend in id: past i's last special partner, every level is 0
     for (int k = 0; k < m && !sc.exhausted(); ++k) c.level[k] = sc.level(a.id[c.j[k]]);
-  const __m256d xi = _mm256_set1_pd(a.x[i]), yi = _mm256_set1_pd(a.y[i]), zi = _mm256_set1_pd(a.z[i]);
+  const Consts kc = consts(p);
+  const __m256d ci[3] = {_mm256_set1_pd(a.x[i]), _mm256_set1_pd(a.y[i]), _mm256_set1_pd(a.z[i])};
   __m256d L[3], h[3], mh[3];
   for (int d = 0; d < 3; ++d) {
     L[d] = _mm256_set1_pd(a.box[d]);
     h[d] = _mm256_set1_pd(0.5 * a.box[d]);
     mh[d] = _mm256_set1_pd(-(0.5 * a.box[d]));
   }
-  const __m256 one = _mm256_set1_ps(1.0f), two = _mm256_set1_ps(2.0f);
-  const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0x80000000u)));
-  const __m256 qi = _mm256_set1_ps(static_cast<float>(a.q[i])), qqr2e = _mm256_set1_ps(p.qqr2e), cut2 = _mm256_set1_ps(p.cut2);
-  const __m256 smax = _mm256_set1_ps(p.table.smax), inv_ds = _mm256_set1_ps(p.table.inv_ds);
-  const __m256 two_inv_ds = _mm256_set1_ps(2 * p.table.inv_ds);
-  const __m256i last = _mm256_set1_epi32(p.table.n - 1);
-  alignas(32) float scf[8] = {}, slf[8] = {};
-  for (int l = 0; l < 4; ++l) scf[l] = p.special_coul[l], slf[l] = p.special_lj[l];
-  const __m256 scv = _mm256_load_ps(scf), slv = _mm256_load_ps(slf);
-  const bool one_type = lj.ntypes == 1;
-  const float* const row = &lj.c[one_type ? 0 : a.type[i] * lj.ntypes].cut2;  // 6 floats per partner type
-  // Up to 8 types: atom i's coefficients against each partner type in a register per field, picked
-  // by a permute (no gathers).
-  const bool few_types = !one_type && lj.ntypes <= 8;
+  const __m256 qi = _mm256_set1_ps(static_cast<float>(a.q[i]));
+  const bool one_type = lj.ntypes == 1, few_types = !one_type && lj.ntypes <= 8;
+  const int ti = one_type ? 0 : a.type[i];
+  const float* const row = &lj.c[ti * lj.ntypes].cut2;  // 6 floats per partner type
   __m256 rowv[6];
-  if (few_types)
-    for (int w = 0; w < 6; ++w) {
-      alignas(32) float t[8] = {};
-      for (int ty = 0; ty < lj.ntypes; ++ty) t[ty] = row[ty * 6 + w];
-      rowv[w] = _mm256_load_ps(t);
-    }
+  if (few_types) lj_rows(lj, ti, rowv);
   const int nfields = energy ? 6 : 3;  // the energy's fields only when it is wanted
   __m256d ok_f = _mm256_castsi256_pd(_mm256_set1_epi64x(-1)), ok_e = ok_f;
   for (int q = 0; q < mp; q += 8) {
@@ -196,16 +163,15 @@ __attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const
     // The separations, two times 4 lanes in fp64, rounded to fp32.
     __m256 dv[3], qj;
     {
-      const __m256d ci[3] = {xi, yi, zi};
       __m256d pos[2][4];  // [half][x, y, z, q]
       if (xyzq) {
         // Each lane's row of 4 doubles, transposed 4 x 4.
         for (int hh = 0; hh < 2; ++hh) {
           const int* const jj = c.j + q + 4 * hh;
           const __m256d r0 = _mm256_load_pd(xyzq + 4 * jj[0]), r1 = _mm256_load_pd(xyzq + 4 * jj[1]);
-          const __m256d r2_ = _mm256_load_pd(xyzq + 4 * jj[2]), r3 = _mm256_load_pd(xyzq + 4 * jj[3]);
+          const __m256d r2 = _mm256_load_pd(xyzq + 4 * jj[2]), r3 = _mm256_load_pd(xyzq + 4 * jj[3]);
           const __m256d a0 = _mm256_unpacklo_pd(r0, r1), a1 = _mm256_unpackhi_pd(r0, r1);
-          const __m256d a2 = _mm256_unpacklo_pd(r2_, r3), a3 = _mm256_unpackhi_pd(r2_, r3);
+          const __m256d a2 = _mm256_unpacklo_pd(r2, r3), a3 = _mm256_unpackhi_pd(r2, r3);
           pos[hh][0] = _mm256_permute2f128_pd(a0, a2, 0x20);
           pos[hh][1] = _mm256_permute2f128_pd(a1, a3, 0x20);
           pos[hh][2] = _mm256_permute2f128_pd(a0, a2, 0x31);
@@ -228,52 +194,10 @@ __attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const
     }
     const __m256 dx = dv[0], dy = dv[1], dz = dv[2];
     const __m256 r2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy)), _mm256_mul_ps(dz, dz));
-    const __m256 qq = _mm256_mul_ps(qqr2e, _mm256_mul_ps(qi, qj));
+    const __m256 qq = _mm256_mul_ps(kc.qqr2e, _mm256_mul_ps(qi, qj));
     const __m256i lev = _mm256_load_si256(reinterpret_cast<const __m256i*>(c.level + q));
-    const __m256 fc = _mm256_permutevar8x32_ps(scv, lev), fl = _mm256_permutevar8x32_ps(slv, lev);
-    const __m256 in_c = _mm256_and_ps(_mm256_cmp_ps(r2, cut2, _CMP_LT_OQ), one);
-    const __m256 rinv = _mm256_div_ps(one, _mm256_sqrt_ps(r2)), r2i = _mm256_mul_ps(rinv, rinv);
-    // coul_table_eval
-    const __m256 v = _mm256_mul_ps(_mm256_min_ps(r2, smax), inv_ds);
-    const __m256i k = _mm256_min_epi32(_mm256_cvttps_epi32(v), last);
-    const __m256 x = _mm256_sub_ps(_mm256_mul_ps(two, _mm256_sub_ps(v, _mm256_cvtepi32_ps(k))), one);
-    // Each lane's table line (8 coefficients), transposed 8 x 8: cm[w] holds coefficient w of every lane.
-    __m256 cm[8];
-    {
-      alignas(32) int kk[8];
-      _mm256_store_si256(reinterpret_cast<__m256i*>(kk), k);
-      __m256 r[8], t[8], u[8];
-      for (int l = 0; l < 8; ++l) r[l] = _mm256_loadu_ps(p.table.c + 8 * kk[l]);
-      for (int l = 0; l < 8; l += 2) {
-        t[l] = _mm256_unpacklo_ps(r[l], r[l + 1]);
-        t[l + 1] = _mm256_unpackhi_ps(r[l], r[l + 1]);
-      }
-      for (int l = 0; l < 8; l += 4) {
-        u[l] = _mm256_shuffle_ps(t[l], t[l + 2], 0x44);
-        u[l + 1] = _mm256_shuffle_ps(t[l], t[l + 2], 0xEE);
-        u[l + 2] = _mm256_shuffle_ps(t[l + 1], t[l + 3], 0x44);
-        u[l + 3] = _mm256_shuffle_ps(t[l + 1], t[l + 3], 0xEE);
-      }
-      for (int w = 0; w < 4; ++w) {
-        cm[w] = _mm256_permute2f128_ps(u[w], u[w + 4], 0x20);
-        cm[w + 4] = _mm256_permute2f128_ps(u[w], u[w + 4], 0x31);
-      }
-    }
-    __m256 pv = cm[7], dd = pv;
-    for (int w = 6; w >= 1; --w) {
-      pv = _mm256_add_ps(_mm256_mul_ps(pv, x), cm[w]);
-      dd = _mm256_add_ps(_mm256_mul_ps(dd, x), pv);
-    }
-    pv = _mm256_add_ps(_mm256_mul_ps(pv, x), cm[0]);
-    const __m256 dh = _mm256_mul_ps(dd, two_inv_ds);
-    const __m256 qm = _mm256_mul_ps(qq, in_c);
-    __m256 f = _mm256_mul_ps(qm, _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(fc, rinv), r2i), _mm256_mul_ps(two, dh)));
-    const __m256 ecoul = _mm256_mul_ps(_mm256_mul_ps(fc, qm), _mm256_sub_ps(rinv, pv));
-    const __m256 neg = _mm256_xor_ps(_mm256_sub_ps(one, fc), sign);
-    const __m256 ecorr = _mm256_mul_ps(_mm256_mul_ps(neg, qm), pv);
-    __m256 evdwl = _mm256_setzero_ps();
+    __m256 lc[6];
     if (p.lj) {
-      __m256 lc[6];
       if (one_type) {
         for (int w = 0; w < nfields; ++w) lc[w] = _mm256_set1_ps(row[w]);
       } else if (few_types) {
@@ -283,33 +207,17 @@ __attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const
         const __m256i t6 = _mm256_mullo_epi32(_mm256_i32gather_epi32(a.type, j, 4), _mm256_set1_epi32(6));
         for (int w = 0; w < nfields; ++w) lc[w] = _mm256_i32gather_ps(row, _mm256_add_epi32(t6, _mm256_set1_epi32(w)), 4);
       }
-      const __m256 in_l = _mm256_and_ps(_mm256_cmp_ps(r2, lc[0], _CMP_LT_OQ), fl);
-      const __m256 r6i = _mm256_mul_ps(_mm256_mul_ps(r2i, r2i), r2i);
-      f = _mm256_add_ps(f, _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(in_l, r6i), _mm256_sub_ps(_mm256_mul_ps(lc[1], r6i), lc[2])), r2i));
-      if (energy)
-        evdwl = _mm256_mul_ps(in_l, _mm256_sub_ps(_mm256_mul_ps(r6i, _mm256_sub_ps(_mm256_mul_ps(lc[3], r6i), lc[4])), lc[5]));
     }
-    // fp64 from here: the products with the separations, the energy's sum (mixed_pair's), then
-    // fixed point (fixed::units on 4 lanes: times 2^24, the range check, the magic-number rounding).
-    __m256d f2[2], d2[2];
-    widen(f, f2[0], f2[1]);
-    const __m256 comp[3] = {dx, dy, dz};
-    for (int w = 0; w < 3; ++w) {
-      widen(comp[w], d2[0], d2[1]);
-      for (int hh = 0; hh < 2; ++hh)
-        ok_f = _mm256_and_pd(ok_f, fixed4(_mm256_mul_pd(d2[hh], f2[hh]), c.f[w] + q + 4 * hh));
-    }
-    if (energy) {
-      __m256d ev[2], ec[2], ek[2], rr[2];
-      widen(evdwl, ev[0], ev[1]);
-      widen(ecoul, ec[0], ec[1]);
-      widen(ecorr, ek[0], ek[1]);
-      widen(r2, rr[0], rr[1]);
+    const Terms t = terms(kc, r2, qq, lev, lc, energy);
+    Fixed u;
+    to_fixed(t, dx, dy, dz, r2, energy, u, ok_f, ok_e);
+    for (int w = 0; w < 3; ++w)
+      for (int hh = 0; hh < 2; ++hh) _mm256_store_si256(reinterpret_cast<__m256i*>(c.f[w] + q + 4 * hh), u.f[w][hh]);
+    if (energy)
       for (int hh = 0; hh < 2; ++hh) {
-        ok_e = _mm256_and_pd(ok_e, fixed4(_mm256_add_pd(_mm256_add_pd(ev[hh], ec[hh]), ek[hh]), c.e + q + 4 * hh));
-        ok_e = _mm256_and_pd(ok_e, fixed4(_mm256_mul_pd(rr[hh], f2[hh]), c.v + q + 4 * hh));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(c.e + q + 4 * hh), u.e[hh]);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(c.v + q + 4 * hh), u.v[hh]);
       }
-    }
   }
   return (_mm256_movemask_pd(ok_f) == 0xf ? 0 : 1) | (_mm256_movemask_pd(ok_e) == 0xf ? 0 : 2);
 }

@@ -1,0 +1,176 @@
+#pragma once
+// The mixed-precision pair terms on 8 fp32 lanes in AVX2, shared by the host's two SIMD loops (the
+// atom list's, pair_lj_cut_coul_long_mixed_kernels.cpp, and the cluster pairs',
+// pair_lj_cut_coul_long_clusters.cpp): coul_pair_tabulated<float>'s operations in its order, lane
+// by lane, then the fixed-point conversion of fixed_point.hpp, so that both give the generic
+// loop's bits (the unit tests compare them). Host code only.
+#if !defined(__CUDACC__) && defined(__x86_64__)
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "solvers/md/fixed_point.hpp"
+#include "solvers/md/pair_lj_cut_coul_long.hpp"
+
+namespace cumulus::md::mixed_simd {
+
+// GCC 12's AVX2 headers pass _mm256_undefined_pd() as the unused source of their gathers, which
+// -Wuninitialized reports once they inline into a caller (a known header issue).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+// minimum_image on 4 lanes: d - L above L/2, d + L below -L/2.
+__attribute__((target("avx2"))) inline __m256d image4(__m256d d, __m256d L, __m256d h, __m256d mh) {
+  const __m256d gt = _mm256_cmp_pd(d, h, _CMP_GT_OQ), lt = _mm256_cmp_pd(d, mh, _CMP_LT_OQ);
+  return _mm256_blendv_pd(_mm256_blendv_pd(d, _mm256_add_pd(d, L), lt), _mm256_sub_pd(d, L), gt);
+}
+// fp32 x 8 as two fp64 x 4 (exact).
+__attribute__((target("avx2"))) inline void widen(__m256 v, __m256d& lo, __m256d& hi) {
+  lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
+  hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+}
+// fixed::units on 4 lanes: the units, and `ok` and-ed with the lanes' in-range mask (false for NaN).
+__attribute__((target("avx2"))) inline __m256i fixed4(__m256d v, __m256d& ok) {
+  const __m256d s = _mm256_mul_pd(v, _mm256_set1_pd(fixed::kUnit));
+  const __m256d mag = _mm256_andnot_pd(_mm256_set1_pd(-0.0), s);
+  ok = _mm256_and_pd(ok, _mm256_cmp_pd(mag, _mm256_set1_pd(fixed::kLimit), _CMP_LE_OQ));
+  const __m256i bits = _mm256_castpd_si256(_mm256_add_pd(s, _mm256_set1_pd(fixed::kMagic)));
+  return _mm256_sub_epi64(bits, _mm256_set1_epi64x(static_cast<long long>(fixed::kMagicBits)));
+}
+
+// The parameters as registers, once per loop.
+struct Consts {
+  __m256 one, two, sign, qqr2e, cut2, smax, inv_ds, two_inv_ds, scv, slv;
+  __m256i last;
+  const float* table;
+  bool lj;
+};
+__attribute__((target("avx2"))) inline Consts consts(const CoulParams32& p) {
+  Consts k;
+  k.one = _mm256_set1_ps(1.0f);
+  k.two = _mm256_set1_ps(2.0f);
+  k.sign = _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0x80000000u)));
+  k.qqr2e = _mm256_set1_ps(p.qqr2e);
+  k.cut2 = _mm256_set1_ps(p.cut2);
+  k.smax = _mm256_set1_ps(p.table.smax);
+  k.inv_ds = _mm256_set1_ps(p.table.inv_ds);
+  k.two_inv_ds = _mm256_set1_ps(2 * p.table.inv_ds);
+  k.last = _mm256_set1_epi32(p.table.n - 1);
+  alignas(32) float scf[8] = {}, slf[8] = {};
+  for (int l = 0; l < 4; ++l) scf[l] = p.special_coul[l], slf[l] = p.special_lj[l];
+  k.scv = _mm256_load_ps(scf);
+  k.slv = _mm256_load_ps(slf);
+  k.table = p.table.c;
+  k.lj = p.lj;
+  return k;
+}
+
+// coul_table_eval's lines for 8 lanes: each lane's line of 8 coefficients loaded whole and the 8 x 8
+// block transposed (cm[w]: coefficient w of every lane), rather than 8 gathers.
+__attribute__((target("avx2"))) inline void table_lines(const float* c, __m256i k, __m256 cm[8]) {
+  alignas(32) int kk[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(kk), k);
+  __m256 r[8], t[8], u[8];
+  for (int l = 0; l < 8; ++l) r[l] = _mm256_loadu_ps(c + 8 * kk[l]);
+  for (int l = 0; l < 8; l += 2) {
+    t[l] = _mm256_unpacklo_ps(r[l], r[l + 1]);
+    t[l + 1] = _mm256_unpackhi_ps(r[l], r[l + 1]);
+  }
+  for (int l = 0; l < 8; l += 4) {
+    u[l] = _mm256_shuffle_ps(t[l], t[l + 2], 0x44);
+    u[l + 1] = _mm256_shuffle_ps(t[l], t[l + 2], 0xEE);
+    u[l + 2] = _mm256_shuffle_ps(t[l + 1], t[l + 3], 0x44);
+    u[l + 3] = _mm256_shuffle_ps(t[l + 1], t[l + 3], 0xEE);
+  }
+  for (int w = 0; w < 4; ++w) {
+    cm[w] = _mm256_permute2f128_ps(u[w], u[w + 4], 0x20);
+    cm[w + 4] = _mm256_permute2f128_ps(u[w], u[w + 4], 0x31);
+  }
+}
+
+// One pair's terms on 8 lanes (coul_pair_tabulated<float>): F/r, and with `energy` the LJ,
+// Coulomb and special-correction energies. lev: each lane's special level; lc: the lanes' LJ
+// coefficients (cut2, lj1, lj2, and with energy lj3, lj4, offset).
+struct Terms {
+  __m256 f, evdwl, ecoul, ecorr;
+};
+__attribute__((target("avx2"))) inline Terms terms(const Consts& k, __m256 r2, __m256 qq, __m256i lev, const __m256* lc,
+                                                   bool energy) {
+  const __m256 fc = _mm256_permutevar8x32_ps(k.scv, lev), fl = _mm256_permutevar8x32_ps(k.slv, lev);
+  const __m256 in_c = _mm256_and_ps(_mm256_cmp_ps(r2, k.cut2, _CMP_LT_OQ), k.one);
+  const __m256 rinv = _mm256_div_ps(k.one, _mm256_sqrt_ps(r2)), r2i = _mm256_mul_ps(rinv, rinv);
+  // coul_table_eval
+  const __m256 v = _mm256_mul_ps(_mm256_min_ps(r2, k.smax), k.inv_ds);
+  const __m256i kk = _mm256_min_epi32(_mm256_cvttps_epi32(v), k.last);
+  const __m256 x = _mm256_sub_ps(_mm256_mul_ps(k.two, _mm256_sub_ps(v, _mm256_cvtepi32_ps(kk))), k.one);
+  __m256 cm[8];
+  table_lines(k.table, kk, cm);
+  __m256 pv = cm[7], dd = pv;
+  for (int w = 6; w >= 1; --w) {
+    pv = _mm256_add_ps(_mm256_mul_ps(pv, x), cm[w]);
+    dd = _mm256_add_ps(_mm256_mul_ps(dd, x), pv);
+  }
+  pv = _mm256_add_ps(_mm256_mul_ps(pv, x), cm[0]);
+  const __m256 dh = _mm256_mul_ps(dd, k.two_inv_ds);
+  const __m256 qm = _mm256_mul_ps(qq, in_c);
+  Terms t;
+  t.f = _mm256_mul_ps(qm, _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(fc, rinv), r2i), _mm256_mul_ps(k.two, dh)));
+  t.ecoul = _mm256_mul_ps(_mm256_mul_ps(fc, qm), _mm256_sub_ps(rinv, pv));
+  const __m256 neg = _mm256_xor_ps(_mm256_sub_ps(k.one, fc), k.sign);
+  t.ecorr = _mm256_mul_ps(_mm256_mul_ps(neg, qm), pv);
+  t.evdwl = _mm256_setzero_ps();
+  if (k.lj) {
+    const __m256 in_l = _mm256_and_ps(_mm256_cmp_ps(r2, lc[0], _CMP_LT_OQ), fl);
+    const __m256 r6i = _mm256_mul_ps(_mm256_mul_ps(r2i, r2i), r2i);
+    t.f = _mm256_add_ps(t.f, _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(in_l, r6i), _mm256_sub_ps(_mm256_mul_ps(lc[1], r6i), lc[2])), r2i));
+    if (energy)
+      t.evdwl = _mm256_mul_ps(in_l, _mm256_sub_ps(_mm256_mul_ps(r6i, _mm256_sub_ps(_mm256_mul_ps(lc[3], r6i), lc[4])), lc[5]));
+  }
+  return t;
+}
+
+// The fixed-point terms of 8 pairs (fixed_terms'): f[c][h] the force component c (x, y, z) of lanes
+// 4h .. 4h + 3, with `energy` e[h] the energy and v[h] the virial; ok_f and ok_e and-ed with the
+// lanes' range masks.
+struct Fixed {
+  __m256i f[3][2], e[2], v[2];
+};
+__attribute__((target("avx2"))) inline void to_fixed(const Terms& t, __m256 dx, __m256 dy, __m256 dz, __m256 r2, bool energy,
+                                                     Fixed& out, __m256d& ok_f, __m256d& ok_e) {
+  __m256d f2[2], d2[2];
+  widen(t.f, f2[0], f2[1]);
+  const __m256 comp[3] = {dx, dy, dz};
+  for (int w = 0; w < 3; ++w) {
+    widen(comp[w], d2[0], d2[1]);
+    for (int h = 0; h < 2; ++h) out.f[w][h] = fixed4(_mm256_mul_pd(d2[h], f2[h]), ok_f);
+  }
+  if (energy) {
+    __m256d ev[2], ec[2], ek[2], rr[2];
+    widen(t.evdwl, ev[0], ev[1]);
+    widen(t.ecoul, ec[0], ec[1]);
+    widen(t.ecorr, ek[0], ek[1]);
+    widen(r2, rr[0], rr[1]);
+    for (int h = 0; h < 2; ++h) {
+      out.e[h] = fixed4(_mm256_add_pd(_mm256_add_pd(ev[h], ec[h]), ek[h]), ok_e);
+      out.v[h] = fixed4(_mm256_mul_pd(rr[h], f2[h]), ok_e);
+    }
+  }
+}
+
+// Up to 8 types: a type's LJ coefficients against each partner type, a register per field
+// (row[w] lane t: field w against type t), so that a permute picks the partners' (no gathers).
+__attribute__((target("avx2"))) inline void lj_rows(const LjTable32& lj, int ti, __m256 row[6]) {
+  for (int w = 0; w < 6; ++w) {
+    alignas(32) float t[8] = {};
+    for (int ty = 0; ty < lj.ntypes && ty < 8; ++ty) t[ty] = (&lj.c[ti * lj.ntypes + ty].cut2)[w];
+    row[w] = _mm256_load_ps(t);
+  }
+}
+
+#pragma GCC diagnostic pop
+
+}  // namespace cumulus::md::mixed_simd
+#endif
