@@ -1,8 +1,7 @@
 #pragma once
-// The mixed-precision pair terms on 8 fp32 lanes in AVX2, shared by the host's two SIMD loops (the
-// atom list's, pair_lj_cut_coul_long_mixed_kernels.cpp, and the cluster pairs',
-// pair_lj_cut_coul_long_clusters.cpp): coul_pair_tabulated<float>'s operations in its order, lane
-// by lane, then the fixed-point conversion of fixed_point.hpp, so that both give the generic
+// The mixed-precision pair terms on 8 fp32 lanes in AVX2, for the host's SIMD loops
+// (pair_lj_cut_coul_long_mixed_kernels.cpp): coul_pair_tabulated<float>'s operations in its order,
+// lane by lane, then the fixed-point conversion of fixed_point.hpp, so that they give the generic
 // loop's bits (the unit tests compare them). Host code only.
 #if !defined(__CUDACC__) && defined(__x86_64__)
 #include <immintrin.h>
