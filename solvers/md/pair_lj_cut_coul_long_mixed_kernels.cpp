@@ -105,7 +105,7 @@ CUMULUS_HD inline FixedTerms fixed_terms(const MixedPair& m, bool energy) {
 // its bits wherever they run.
 namespace {
 using pair_simd::SpecialCursor;
-constexpr int kChunk = 64;  // a multiple of 8
+constexpr int kChunk = 64;  // a multiple of 16
 // A chunk's partners and their terms in fixed-point units (fixed_terms'), and per-partner
 // flags when a term was out of range (filled only then, by the scalar path).
 struct alignas(64) MixedChunk {
@@ -137,7 +137,7 @@ __attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const
                                                       const LjTable32& lj, const CoulParams32& p, int i, SpecialCursor& sc,
                                                       bool energy, MixedChunk& c) {
   using namespace mixed_simd;
-  const int mp = (m + 7) / 8 * 8;
+  const int mp = (m + 15) / 16 * 16;  // whole pairs of 8-lane groups (kChunk is a multiple of 16)
   for (int k = 0; k < mp; ++k) c.j[k] = nb[k < m ? k : m - 1];
   for (int k = 0; k < mp; ++k) c.level[k] = 0;
   if (a.nspecial > 0)  // partners ascend in id: past i's last special partner, every level is 0
@@ -158,66 +158,76 @@ __attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const
   if (few_types) lj_rows(lj, ti, rowv);
   const int nfields = energy ? 6 : 3;  // the energy's fields only when it is wanted
   __m256d ok_f = _mm256_castsi256_pd(_mm256_set1_epi64x(-1)), ok_e = ok_f;
-  for (int q = 0; q < mp; q += 8) {
-    const __m256i j = _mm256_load_si256(reinterpret_cast<const __m256i*>(c.j + q));
-    // The separations, two times 4 lanes in fp64, rounded to fp32.
-    __m256 dv[3], qj;
-    {
-      __m256d pos[2][4];  // [half][x, y, z, q]
-      if (xyzq) {
-        // Each lane's row of 4 doubles, transposed 4 x 4.
+  // Two groups of 8 lanes at a time (terms<2>: their chains interleave).
+  constexpr int G = 2;
+  for (int q0 = 0; q0 < mp; q0 += 8 * G) {
+    __m256 dv[G][3], r2[G], qq[G], lc[G][6];
+    __m256i lev[G];
+    for (int g = 0; g < G; ++g) {
+      const int q = q0 + 8 * g;
+      const __m256i j = _mm256_load_si256(reinterpret_cast<const __m256i*>(c.j + q));
+      // The separations, two times 4 lanes in fp64, rounded to fp32.
+      __m256 qj;
+      {
+        __m256d pos[2][4];  // [half][x, y, z, q]
+        if (xyzq) {
+          // Each lane's row of 4 doubles, transposed 4 x 4.
+          for (int hh = 0; hh < 2; ++hh) {
+            const int* const jj = c.j + q + 4 * hh;
+            const __m256d r0 = _mm256_load_pd(xyzq + 4 * jj[0]), r1 = _mm256_load_pd(xyzq + 4 * jj[1]);
+            const __m256d r2_ = _mm256_load_pd(xyzq + 4 * jj[2]), r3 = _mm256_load_pd(xyzq + 4 * jj[3]);
+            const __m256d a0 = _mm256_unpacklo_pd(r0, r1), a1 = _mm256_unpackhi_pd(r0, r1);
+            const __m256d a2 = _mm256_unpacklo_pd(r2_, r3), a3 = _mm256_unpackhi_pd(r2_, r3);
+            pos[hh][0] = _mm256_permute2f128_pd(a0, a2, 0x20);
+            pos[hh][1] = _mm256_permute2f128_pd(a1, a3, 0x20);
+            pos[hh][2] = _mm256_permute2f128_pd(a0, a2, 0x31);
+            pos[hh][3] = _mm256_permute2f128_pd(a1, a3, 0x31);
+          }
+        } else {
+          const __m128i jl = _mm256_castsi256_si128(j), jh = _mm256_extracti128_si256(j, 1);
+          const double* xs[4] = {a.x, a.y, a.z, a.q};
+          for (int d = 0; d < 4; ++d) {
+            pos[0][d] = _mm256_i32gather_pd(xs[d], jl, 8);
+            pos[1][d] = _mm256_i32gather_pd(xs[d], jh, 8);
+          }
+        }
+        for (int d = 0; d < 3; ++d) {
+          const __m256d lo = image4(_mm256_sub_pd(ci[d], pos[0][d]), L[d], h[d], mh[d]);
+          const __m256d hi = image4(_mm256_sub_pd(ci[d], pos[1][d]), L[d], h[d], mh[d]);
+          dv[g][d] = _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo));
+        }
+        qj = _mm256_set_m128(_mm256_cvtpd_ps(pos[1][3]), _mm256_cvtpd_ps(pos[0][3]));
+      }
+      const __m256 dx = dv[g][0], dy = dv[g][1], dz = dv[g][2];
+      r2[g] = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy)), _mm256_mul_ps(dz, dz));
+      qq[g] = _mm256_mul_ps(kc.qqr2e, _mm256_mul_ps(qi, qj));
+      lev[g] = _mm256_load_si256(reinterpret_cast<const __m256i*>(c.level + q));
+      if (p.lj) {
+        if (one_type) {
+          for (int w = 0; w < nfields; ++w) lc[g][w] = _mm256_set1_ps(row[w]);
+        } else if (few_types) {
+          const __m256i tj = _mm256_i32gather_epi32(a.type, j, 4);
+          for (int w = 0; w < nfields; ++w) lc[g][w] = _mm256_permutevar8x32_ps(rowv[w], tj);
+        } else {
+          const __m256i t6 = _mm256_mullo_epi32(_mm256_i32gather_epi32(a.type, j, 4), _mm256_set1_epi32(6));
+          for (int w = 0; w < nfields; ++w) lc[g][w] = _mm256_i32gather_ps(row, _mm256_add_epi32(t6, _mm256_set1_epi32(w)), 4);
+        }
+      }
+    }
+    Terms t[G];
+    terms<G>(kc, r2, qq, lev, lc, energy, t);
+    for (int g = 0; g < G; ++g) {
+      const int q = q0 + 8 * g;
+      Fixed u;
+      to_fixed(t[g], dv[g][0], dv[g][1], dv[g][2], r2[g], energy, u, ok_f, ok_e);
+      for (int w = 0; w < 3; ++w)
+        for (int hh = 0; hh < 2; ++hh) _mm256_store_si256(reinterpret_cast<__m256i*>(c.f[w] + q + 4 * hh), u.f[w][hh]);
+      if (energy)
         for (int hh = 0; hh < 2; ++hh) {
-          const int* const jj = c.j + q + 4 * hh;
-          const __m256d r0 = _mm256_load_pd(xyzq + 4 * jj[0]), r1 = _mm256_load_pd(xyzq + 4 * jj[1]);
-          const __m256d r2 = _mm256_load_pd(xyzq + 4 * jj[2]), r3 = _mm256_load_pd(xyzq + 4 * jj[3]);
-          const __m256d a0 = _mm256_unpacklo_pd(r0, r1), a1 = _mm256_unpackhi_pd(r0, r1);
-          const __m256d a2 = _mm256_unpacklo_pd(r2, r3), a3 = _mm256_unpackhi_pd(r2, r3);
-          pos[hh][0] = _mm256_permute2f128_pd(a0, a2, 0x20);
-          pos[hh][1] = _mm256_permute2f128_pd(a1, a3, 0x20);
-          pos[hh][2] = _mm256_permute2f128_pd(a0, a2, 0x31);
-          pos[hh][3] = _mm256_permute2f128_pd(a1, a3, 0x31);
+          _mm256_store_si256(reinterpret_cast<__m256i*>(c.e + q + 4 * hh), u.e[hh]);
+          _mm256_store_si256(reinterpret_cast<__m256i*>(c.v + q + 4 * hh), u.v[hh]);
         }
-      } else {
-        const __m128i jl = _mm256_castsi256_si128(j), jh = _mm256_extracti128_si256(j, 1);
-        const double* xs[4] = {a.x, a.y, a.z, a.q};
-        for (int d = 0; d < 4; ++d) {
-          pos[0][d] = _mm256_i32gather_pd(xs[d], jl, 8);
-          pos[1][d] = _mm256_i32gather_pd(xs[d], jh, 8);
-        }
-      }
-      for (int d = 0; d < 3; ++d) {
-        const __m256d lo = image4(_mm256_sub_pd(ci[d], pos[0][d]), L[d], h[d], mh[d]);
-        const __m256d hi = image4(_mm256_sub_pd(ci[d], pos[1][d]), L[d], h[d], mh[d]);
-        dv[d] = _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo));
-      }
-      qj = _mm256_set_m128(_mm256_cvtpd_ps(pos[1][3]), _mm256_cvtpd_ps(pos[0][3]));
     }
-    const __m256 dx = dv[0], dy = dv[1], dz = dv[2];
-    const __m256 r2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy)), _mm256_mul_ps(dz, dz));
-    const __m256 qq = _mm256_mul_ps(kc.qqr2e, _mm256_mul_ps(qi, qj));
-    const __m256i lev = _mm256_load_si256(reinterpret_cast<const __m256i*>(c.level + q));
-    __m256 lc[6];
-    if (p.lj) {
-      if (one_type) {
-        for (int w = 0; w < nfields; ++w) lc[w] = _mm256_set1_ps(row[w]);
-      } else if (few_types) {
-        const __m256i tj = _mm256_i32gather_epi32(a.type, j, 4);
-        for (int w = 0; w < nfields; ++w) lc[w] = _mm256_permutevar8x32_ps(rowv[w], tj);
-      } else {
-        const __m256i t6 = _mm256_mullo_epi32(_mm256_i32gather_epi32(a.type, j, 4), _mm256_set1_epi32(6));
-        for (int w = 0; w < nfields; ++w) lc[w] = _mm256_i32gather_ps(row, _mm256_add_epi32(t6, _mm256_set1_epi32(w)), 4);
-      }
-    }
-    const Terms t = terms(kc, r2, qq, lev, lc, energy);
-    Fixed u;
-    to_fixed(t, dx, dy, dz, r2, energy, u, ok_f, ok_e);
-    for (int w = 0; w < 3; ++w)
-      for (int hh = 0; hh < 2; ++hh) _mm256_store_si256(reinterpret_cast<__m256i*>(c.f[w] + q + 4 * hh), u.f[w][hh]);
-    if (energy)
-      for (int hh = 0; hh < 2; ++hh) {
-        _mm256_store_si256(reinterpret_cast<__m256i*>(c.e + q + 4 * hh), u.e[hh]);
-        _mm256_store_si256(reinterpret_cast<__m256i*>(c.v + q + 4 * hh), u.v[hh]);
-      }
   }
   return (_mm256_movemask_pd(ok_f) == 0xf ? 0 : 1) | (_mm256_movemask_pd(ok_e) == 0xf ? 0 : 2);
 }

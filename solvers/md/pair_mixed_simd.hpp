@@ -90,45 +90,57 @@ __attribute__((target("avx2"))) inline void table_lines(const float* c, __m256i 
   }
 }
 
-// One pair's terms on 8 lanes (coul_pair_tabulated<float>): F/r, and with `energy` the LJ,
-// Coulomb and special-correction energies. lev: each lane's special level; lc: the lanes' LJ
+// N groups of 8 pairs' terms (coul_pair_tabulated<float>), each statement over the groups in turn
+// so that their independent chains interleave (the loop is latency-bound otherwise: a sqrt, a
+// division, a table line and a degree-7 polynomial in a row): F/r, and with `energy` the LJ,
+// Coulomb and special-correction energies. lev: each lane's special level; lc[g][w]: group g's LJ
 // coefficients (cut2, lj1, lj2, and with energy lj3, lj4, offset).
 struct Terms {
   __m256 f, evdwl, ecoul, ecorr;
 };
-__attribute__((target("avx2"))) inline Terms terms(const Consts& k, __m256 r2, __m256 qq, __m256i lev, const __m256* lc,
-                                                   bool energy) {
-  const __m256 fc = _mm256_permutevar8x32_ps(k.scv, lev), fl = _mm256_permutevar8x32_ps(k.slv, lev);
-  const __m256 in_c = _mm256_and_ps(_mm256_cmp_ps(r2, k.cut2, _CMP_LT_OQ), k.one);
-  const __m256 rinv = _mm256_div_ps(k.one, _mm256_sqrt_ps(r2)), r2i = _mm256_mul_ps(rinv, rinv);
-  // coul_table_eval
-  const __m256 v = _mm256_mul_ps(_mm256_min_ps(r2, k.smax), k.inv_ds);
-  const __m256i kk = _mm256_min_epi32(_mm256_cvttps_epi32(v), k.last);
-  const __m256 x = _mm256_sub_ps(_mm256_mul_ps(k.two, _mm256_sub_ps(v, _mm256_cvtepi32_ps(kk))), k.one);
-  __m256 cm[8];
-  table_lines(k.table, kk, cm);
-  __m256 pv = cm[7], dd = pv;
-  for (int w = 6; w >= 1; --w) {
-    pv = _mm256_add_ps(_mm256_mul_ps(pv, x), cm[w]);
-    dd = _mm256_add_ps(_mm256_mul_ps(dd, x), pv);
+template <int N>
+__attribute__((target("avx2"))) inline void terms(const Consts& k, const __m256* r2, const __m256* qq, const __m256i* lev,
+                                                  const __m256 (*lc)[6], bool energy, Terms* t) {
+  __m256 fc[N], fl[N], in_c[N], rinv[N], r2i[N], v[N], x[N], pv[N], dd[N], qm[N];
+  __m256i kk[N];
+  __m256 cm[N][8];
+  for (int g = 0; g < N; ++g) fc[g] = _mm256_permutevar8x32_ps(k.scv, lev[g]);
+  for (int g = 0; g < N; ++g) fl[g] = _mm256_permutevar8x32_ps(k.slv, lev[g]);
+  for (int g = 0; g < N; ++g) in_c[g] = _mm256_and_ps(_mm256_cmp_ps(r2[g], k.cut2, _CMP_LT_OQ), k.one);
+  for (int g = 0; g < N; ++g) rinv[g] = _mm256_sqrt_ps(r2[g]);
+  for (int g = 0; g < N; ++g) v[g] = _mm256_mul_ps(_mm256_min_ps(r2[g], k.smax), k.inv_ds);  // coul_table_eval
+  for (int g = 0; g < N; ++g) kk[g] = _mm256_min_epi32(_mm256_cvttps_epi32(v[g]), k.last);
+  for (int g = 0; g < N; ++g) table_lines(k.table, kk[g], cm[g]);
+  for (int g = 0; g < N; ++g) rinv[g] = _mm256_div_ps(k.one, rinv[g]);
+  for (int g = 0; g < N; ++g) x[g] = _mm256_sub_ps(_mm256_mul_ps(k.two, _mm256_sub_ps(v[g], _mm256_cvtepi32_ps(kk[g]))), k.one);
+  for (int g = 0; g < N; ++g) r2i[g] = _mm256_mul_ps(rinv[g], rinv[g]);
+  for (int g = 0; g < N; ++g) pv[g] = dd[g] = cm[g][7];
+  for (int w = 6; w >= 1; --w)
+    for (int g = 0; g < N; ++g) {
+      pv[g] = _mm256_add_ps(_mm256_mul_ps(pv[g], x[g]), cm[g][w]);
+      dd[g] = _mm256_add_ps(_mm256_mul_ps(dd[g], x[g]), pv[g]);
+    }
+  for (int g = 0; g < N; ++g) pv[g] = _mm256_add_ps(_mm256_mul_ps(pv[g], x[g]), cm[g][0]);
+  for (int g = 0; g < N; ++g) {
+    const __m256 dh = _mm256_mul_ps(dd[g], k.two_inv_ds);
+    qm[g] = _mm256_mul_ps(qq[g], in_c[g]);
+    t[g].f = _mm256_mul_ps(qm[g], _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(fc[g], rinv[g]), r2i[g]), _mm256_mul_ps(k.two, dh)));
   }
-  pv = _mm256_add_ps(_mm256_mul_ps(pv, x), cm[0]);
-  const __m256 dh = _mm256_mul_ps(dd, k.two_inv_ds);
-  const __m256 qm = _mm256_mul_ps(qq, in_c);
-  Terms t;
-  t.f = _mm256_mul_ps(qm, _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(fc, rinv), r2i), _mm256_mul_ps(k.two, dh)));
-  t.ecoul = _mm256_mul_ps(_mm256_mul_ps(fc, qm), _mm256_sub_ps(rinv, pv));
-  const __m256 neg = _mm256_xor_ps(_mm256_sub_ps(k.one, fc), k.sign);
-  t.ecorr = _mm256_mul_ps(_mm256_mul_ps(neg, qm), pv);
-  t.evdwl = _mm256_setzero_ps();
-  if (k.lj) {
-    const __m256 in_l = _mm256_and_ps(_mm256_cmp_ps(r2, lc[0], _CMP_LT_OQ), fl);
-    const __m256 r6i = _mm256_mul_ps(_mm256_mul_ps(r2i, r2i), r2i);
-    t.f = _mm256_add_ps(t.f, _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(in_l, r6i), _mm256_sub_ps(_mm256_mul_ps(lc[1], r6i), lc[2])), r2i));
-    if (energy)
-      t.evdwl = _mm256_mul_ps(in_l, _mm256_sub_ps(_mm256_mul_ps(r6i, _mm256_sub_ps(_mm256_mul_ps(lc[3], r6i), lc[4])), lc[5]));
-  }
-  return t;
+  if (energy)
+    for (int g = 0; g < N; ++g) {
+      t[g].ecoul = _mm256_mul_ps(_mm256_mul_ps(fc[g], qm[g]), _mm256_sub_ps(rinv[g], pv[g]));
+      const __m256 neg = _mm256_xor_ps(_mm256_sub_ps(k.one, fc[g]), k.sign);
+      t[g].ecorr = _mm256_mul_ps(_mm256_mul_ps(neg, qm[g]), pv[g]);
+      t[g].evdwl = _mm256_setzero_ps();
+    }
+  if (k.lj)
+    for (int g = 0; g < N; ++g) {
+      const __m256 in_l = _mm256_and_ps(_mm256_cmp_ps(r2[g], lc[g][0], _CMP_LT_OQ), fl[g]);
+      const __m256 r6i = _mm256_mul_ps(_mm256_mul_ps(r2i[g], r2i[g]), r2i[g]);
+      t[g].f = _mm256_add_ps(t[g].f, _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(in_l, r6i), _mm256_sub_ps(_mm256_mul_ps(lc[g][1], r6i), lc[g][2])), r2i[g]));
+      if (energy)
+        t[g].evdwl = _mm256_mul_ps(in_l, _mm256_sub_ps(_mm256_mul_ps(r6i, _mm256_sub_ps(_mm256_mul_ps(lc[g][3], r6i), lc[g][4])), lc[g][5]));
+    }
 }
 
 // The fixed-point terms of 8 pairs (fixed_terms'): f[c][h] the force component c (x, y, z) of lanes

@@ -140,9 +140,19 @@ PmeResult PmeT<R>::compute(const PmeAtoms& a) {
   double t0 = wall_seconds();
   const View<std::int64_t> q = charge_.view();
   CUMULUS_KERNEL(exec_, pme_kernels, pme_zero)(exec_, q, charge_.allocated());
-  // Atomic adds only where threads share the grid: on a GPU, or on more than one host thread.
-  const bool atomic = exec_.is_cuda() || max_host_threads() > 1;
-  const std::int64_t outside = CUMULUS_KERNEL(exec_, pme_kernels, pme_spread<R>)(exec_, a, stencil_, q, scale_, atomic);
+  // Atomic adds only where threads share the grid: on a GPU. Several host threads deposit into
+  // copies of their own (pme_spread_private) while the copies stay small (64 MiB in all).
+  const std::size_t cells = static_cast<std::size_t>(charge_.allocated().volume());
+  const int threads = max_host_threads();
+  const bool private_grids = !exec_.is_cuda() && threads > 1 && cells * sizeof(std::int64_t) * threads <= (std::size_t{64} << 20);
+  const bool atomic = exec_.is_cuda() || threads > 1;
+  std::int64_t outside = 0;
+  if (private_grids) {
+    ScopedTimer timer("md.pme_spread");
+    outside = pme_kernels::host_pass::pme_spread_private<R>(a, stencil_, q, cells, scale_, spread_scratch_);
+  } else {
+    outside = CUMULUS_KERNEL(exec_, pme_kernels, pme_spread<R>)(exec_, a, stencil_, q, scale_, atomic);
+  }
   if (comm_.max(static_cast<double>(outside)) > 0)
     throw Error(strprintf("PME: %lld atom(s) on rank %d lie farther outside the rank's block than the ghost layers allow "
                           "(an atom moved more than half the skin between migrations?)",

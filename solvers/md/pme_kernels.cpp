@@ -4,8 +4,13 @@
 // each atom's force reads the same grid values in the same order at any rank count.
 #include "solvers/md/pme_kernels.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
+#if !defined(__CUDACC__)
+#include <omp.h>
+#endif
 
 #include "core/atomic.hpp"
 
@@ -147,6 +152,47 @@ std::int64_t pme_spread(const Exec& ex, const PmeAtoms& a, const PmeStencil& st,
                 [=] CUMULUS_HD(int i, int, int) { return spread_atom<0, R>(a, st, grid, scale, atomic, i); });
 }
 
+#if !defined(__CUDACC__)
+template <class R>
+std::int64_t pme_spread_private(const PmeAtoms& a, const PmeStencil& st, const View<std::int64_t>& grid, std::size_t cells,
+                                double scale, std::vector<std::int64_t>& scratch) {
+  const int nthreads = omp_get_max_threads();
+  if (scratch.size() < cells * static_cast<std::size_t>(nthreads)) scratch.resize(cells * static_cast<std::size_t>(nthreads));
+  std::int64_t outside = 0;
+#pragma omp parallel num_threads(nthreads) reduction(+ : outside)
+  {
+    View<std::int64_t> mine = grid;
+    mine.data = scratch.data() + cells * static_cast<std::size_t>(omp_get_thread_num());
+    std::fill(mine.data, mine.data + cells, std::int64_t{0});
+    auto spread = [&](auto one) {
+#pragma omp for schedule(static)
+      for (int i = 0; i < a.n; ++i) outside += one(i);
+    };
+    switch (st.order) {
+      case 4:
+        spread([&](int i) { return spread_atom<4, R>(a, st, mine, scale, false, i); });
+        break;
+      case 5:
+        spread([&](int i) { return spread_atom<5, R>(a, st, mine, scale, false, i); });
+        break;
+      case 6:
+        spread([&](int i) { return spread_atom<6, R>(a, st, mine, scale, false, i); });
+        break;
+      default:
+        spread([&](int i) { return spread_atom<0, R>(a, st, mine, scale, false, i); });
+    }
+    // (the loop's barrier: every copy is complete)
+#pragma omp for schedule(static)
+    for (std::size_t c = 0; c < cells; ++c) {
+      std::int64_t t = 0;
+      for (int u = 0; u < nthreads; ++u) t += scratch[cells * static_cast<std::size_t>(u) + c];
+      grid.data[c] += t;
+    }
+  }
+  return outside;
+}
+#endif
+
 void pme_zero(const Exec& ex, const View<std::int64_t>& grid, const Box& box) {
   for_each(ex, "md.pme_zero", box, [=] CUMULUS_HD(int i, int j, int k) { grid(i, j, k) = 0; });
 }
@@ -249,10 +295,19 @@ void pme_forces(const Exec& ex, const PmeAtoms& a, const PmeStencil& st, const V
   template void pme_to_real<R>(const Exec&, const View<std::int64_t>&, const View<R>&, const Box&, double);          \
   template PmeSums pme_sums<R>(const Exec&, const StridedView<FftComplex<R>>&, const Box&, const PmeSpectralT<R>&);   \
   template void pme_convolve<R>(const Exec&, const StridedView<FftComplex<R>>&, const Box&, const PmeSpectralT<R>&);  \
-  template void pme_forces<R>(const Exec&, const PmeAtoms&, const PmeStencil&, const View<R>&);
+  template void pme_forces<R>(const Exec&, const PmeAtoms&, const PmeStencil&, const View<R>&);                      \
+  CUMULUS_PME_INSTANTIATE_HOST(R)
+#if !defined(__CUDACC__)
+#define CUMULUS_PME_INSTANTIATE_HOST(R)                                                                             \
+  template std::int64_t pme_spread_private<R>(const PmeAtoms&, const PmeStencil&, const View<std::int64_t>&, std::size_t, \
+                                              double, std::vector<std::int64_t>&);
+#else
+#define CUMULUS_PME_INSTANTIATE_HOST(R)
+#endif
 CUMULUS_PME_INSTANTIATE(double)
 CUMULUS_PME_INSTANTIATE(float)
 #undef CUMULUS_PME_INSTANTIATE
+#undef CUMULUS_PME_INSTANTIATE_HOST
 
 }  // namespace pme_kernels::CUMULUS_PASS
 }  // namespace cumulus::md
