@@ -176,6 +176,8 @@ class CoulLong : public ForceTerm {
       for (int w = 0; w < 9; ++w) s[w] = CUMULUS_KERNEL(ex, coul_mixed_kernels, coul_sum_mixed)(ex, a, table32(), p32_, w, kExp);
     else if (a.half)
       coul_kernels::host_pass::coul_sums_half(a, table(), p_, kExp, s);
+    else if (!ex.is_cuda())
+      coul_kernels::host_pass::coul_sums_full(a, table(), p_, kExp, s);
     else
       for (int w = 0; w < 9; ++w) s[w] = CUMULUS_KERNEL(ex, coul_kernels, coul_sum)(ex, a, table(), p_, w, kExp);
     for (int w = 0; w < 9; ++w) {

@@ -730,6 +730,47 @@ void coul_sums_half(const Atoms& a, const LjTable& lj, const CoulParams& p, int 
     for (int w = 0; w < 9; ++w)
       out[w] = out[w] + ExactSum::of_units(acc[static_cast<std::size_t>(i) * 9 + w] * to_units);
 }
+
+// The nine sums over the full list in one pass, threads over the atoms: each atom's nine sums in
+// list order (coul_sum's, the same values), then exactly.
+void coul_sums_full(const Atoms& a, const LjTable& lj, const CoulParams& p, int e, ExactSum* out) {
+  const double to_units = ::ldexp(0.5, -e);
+  const CoulFast* const cf = p.table.c ? coul_fast(a, lj, p) : nullptr;
+  for (int w = 0; w < 9; ++w) out[w] = ExactSum{};
+#pragma omp parallel
+  {
+    ExactSum mine[9];
+    CoulChunk c;
+#pragma omp for schedule(dynamic, 64)
+    for (int i = 0; i < a.n; ++i) {
+      double t[9] = {};
+      if (cf) {
+        SpecialCursor sc{&a, i};
+        for (std::int64_t k0 = a.start[i]; k0 < a.start[i + 1]; k0 += kChunk) {
+          const int n = static_cast<int>(a.start[i + 1] - k0 < kChunk ? a.start[i + 1] - k0 : kChunk);
+          const int m = coul_chunk(n, a.neighbors + k0, a, lj, p, cf, i, sc, true, c);
+          for (int k = 0; k < m; ++k) {
+            const double dx = c.dx[k], dy = c.dy[k], dz = c.dz[k], f = c.f[k];
+            const double v[9] = {dx * dx * f, dy * dy * f, dz * dz * f, dx * dy * f, dx * dz * f, dy * dz * f, c.ev[k], c.ec[k], c.ek[k]};
+            for (int w = 0; w < 9; ++w) t[w] += v[w];
+          }
+        }
+      } else {
+        for (std::int64_t k = a.start[i]; k < a.start[i + 1]; ++k) {
+          const int j = a.neighbors[k];
+          const double dx = minimum_image(a.x[i] - a.x[j], a.box[0]), dy = minimum_image(a.y[i] - a.y[j], a.box[1]),
+                       dz = minimum_image(a.z[i] - a.z[j], a.box[2]);
+          const int level = a.nspecial > 0 ? special_level(a, i, a.id[j]) : 0;
+          const CoulTerms ct = coul_pair(coefficients(a, lj, i, j), p, dx * dx + dy * dy + dz * dz, a.q[i] * a.q[j], level);
+          for (int w = 0; w < 9; ++w) t[w] += share(w, dx, dy, dz, ct);
+        }
+      }
+      for (int w = 0; w < 9; ++w) mine[w] = mine[w] + ExactSum::of_units(t[w] * to_units);
+    }
+#pragma omp critical(cumulus_coul_sums_full)
+    for (int w = 0; w < 9; ++w) out[w] = out[w] + mine[w];
+  }
+}
 #endif
 
 ExactSum coul_sum(const Exec& ex, const Atoms& a, const LjTable& lj, const CoulParams& p, int which, int e) {
