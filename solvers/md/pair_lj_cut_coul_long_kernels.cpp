@@ -1,6 +1,7 @@
 // Kernel bodies of lj/cut/coul/long and coul/long (one source per backend pass:
 // core/kernel_pass.hpp). Plain loops: each owned atom sums its pairs in list order (ascending
 // partner id), so the full list, the half list and CUDA give the same bits.
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <type_traits>
@@ -395,6 +396,9 @@ inline bool has_avx2() { return __builtin_cpu_supports("avx2"); }
 // Whether coul_chunk takes the AVX2 loop: set by coul_fast (before any parallel region) at each
 // force call, from the CPU and CUMULUS_NO_AVX512.
 bool avx2_chunks = false;
+// The local atoms' x, y, z, q packed (4 doubles an atom) for the AVX2 loop: set by coul_fast with
+// avx2_chunks (the calling thread's buffer, kept between calls).
+const double* avx2_xyzq = nullptr;
 __attribute__((target("avx2"))) void coul_chunk_terms_avx2(int m, const Atoms& a, const LjTable& lj, const CoulParams& p, int i,
                                                            bool energy, CoulChunk& c) {
   const __m256d one = _mm256_set1_pd(1.0), two = _mm256_set1_pd(2.0);
@@ -410,22 +414,44 @@ __attribute__((target("avx2"))) void coul_chunk_terms_avx2(int m, const Atoms& a
   const __m256d smax = _mm256_set1_pd(p.table.smax), inv_ds = _mm256_set1_pd(p.table.inv_ds);
   const __m256d two_inv_ds = _mm256_set1_pd(2 * p.table.inv_ds);
   const __m128i last = _mm_set1_epi32(p.table.n - 1);
-  const bool one_type = lj.ntypes == 1;
+  const bool one_type = lj.ntypes == 1, few_types = !one_type && lj.ntypes <= 4;
   const double* const row = &lj.c[one_type ? 0 : a.type[i] * lj.ntypes].cut2;  // kFields doubles per partner type
-  const double* xs[3] = {a.x, a.y, a.z};
+  // Up to 4 types: atom i's coefficients against each partner type in a register per field (lane
+  // t: type t), picked by a permute of 32-bit halves rather than a gather.
+  __m256d rowv[kFields];
+  if (few_types)
+    for (int w = 0; w < kFields; ++w) {
+      alignas(32) double t[4] = {};
+      for (int ty = 0; ty < lj.ntypes; ++ty) t[ty] = row[ty * kFields + w];
+      rowv[w] = _mm256_load_pd(t);
+    }
+  const int nfields = energy ? kFields : 3;  // the energy's fields only when it is wanted
+  const double* const xyzq = avx2_xyzq;
   const __m256d ci[3] = {xi, yi, zi};
   for (int q = 0; q < padded(m); q += 4) {
-    const __m128i j = _mm_load_si128(reinterpret_cast<const __m128i*>(c.j + q));
+    // Each lane's x, y, z, q loaded whole and transposed 4 x 4 (no gathers).
+    __m256d pos[4];
+    {
+      const int* const jj = c.j + q;
+      const __m256d r0 = _mm256_load_pd(xyzq + 4 * jj[0]), r1 = _mm256_load_pd(xyzq + 4 * jj[1]);
+      const __m256d r2_ = _mm256_load_pd(xyzq + 4 * jj[2]), r3 = _mm256_load_pd(xyzq + 4 * jj[3]);
+      const __m256d a0 = _mm256_unpacklo_pd(r0, r1), a1 = _mm256_unpackhi_pd(r0, r1);
+      const __m256d a2 = _mm256_unpacklo_pd(r2_, r3), a3 = _mm256_unpackhi_pd(r2_, r3);
+      pos[0] = _mm256_permute2f128_pd(a0, a2, 0x20);
+      pos[1] = _mm256_permute2f128_pd(a1, a3, 0x20);
+      pos[2] = _mm256_permute2f128_pd(a0, a2, 0x31);
+      pos[3] = _mm256_permute2f128_pd(a1, a3, 0x31);
+    }
     __m256d dv[3];
     for (int d = 0; d < 3; ++d) {
       // image(): d + (d > L/2 ? -L : (d < -L/2 ? L : 0)), the same values as d - L and d + L
-      const __m256d dd = _mm256_sub_pd(ci[d], _mm256_i32gather_pd(xs[d], j, 8));
+      const __m256d dd = _mm256_sub_pd(ci[d], pos[d]);
       const __m256d gt = _mm256_cmp_pd(dd, h[d], _CMP_GT_OQ), lt = _mm256_cmp_pd(dd, mh[d], _CMP_LT_OQ);
       dv[d] = _mm256_blendv_pd(_mm256_blendv_pd(dd, _mm256_add_pd(dd, L[d]), lt), _mm256_sub_pd(dd, L[d]), gt);
     }
     const __m256d dx = dv[0], dy = dv[1], dz = dv[2];
     const __m256d r2 = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy)), _mm256_mul_pd(dz, dz));
-    const __m256d qq = _mm256_mul_pd(qqr2e, _mm256_mul_pd(qi, _mm256_i32gather_pd(a.q, j, 8)));
+    const __m256d qq = _mm256_mul_pd(qqr2e, _mm256_mul_pd(qi, pos[3]));
     const __m128i lev = _mm_load_si128(reinterpret_cast<const __m128i*>(c.level + q));
     const __m256d fc = _mm256_i32gather_pd(p.special_coul, lev, 8), fl = _mm256_i32gather_pd(p.special_lj, lev, 8);
     const __m256d in_c = _mm256_and_pd(_mm256_cmp_pd(r2, cut2, _CMP_LT_OQ), one);
@@ -434,9 +460,22 @@ __attribute__((target("avx2"))) void coul_chunk_terms_avx2(int m, const Atoms& a
     const __m256d v = _mm256_mul_pd(_mm256_min_pd(r2, smax), inv_ds);
     const __m128i k = _mm_min_epi32(_mm256_cvttpd_epi32(v), last);
     const __m256d x = _mm256_sub_pd(_mm256_mul_pd(two, _mm256_sub_pd(v, _mm256_cvtepi32_pd(k))), one);
-    const __m128i k8 = _mm_slli_epi32(k, 3);
+    // Each lane's table line (8 coefficients) loaded whole, the two 4 x 4 halves transposed.
     __m256d cm[8];
-    for (int w = 0; w < 8; ++w) cm[w] = _mm256_i32gather_pd(p.table.c, _mm_add_epi32(k8, _mm_set1_epi32(w)), 8);
+    {
+      alignas(16) int kk[4];
+      _mm_store_si128(reinterpret_cast<__m128i*>(kk), k);
+      for (int half = 0; half < 2; ++half) {
+        const __m256d r0 = _mm256_loadu_pd(p.table.c + 8 * kk[0] + 4 * half), r1 = _mm256_loadu_pd(p.table.c + 8 * kk[1] + 4 * half);
+        const __m256d r2_ = _mm256_loadu_pd(p.table.c + 8 * kk[2] + 4 * half), r3 = _mm256_loadu_pd(p.table.c + 8 * kk[3] + 4 * half);
+        const __m256d a0 = _mm256_unpacklo_pd(r0, r1), a1 = _mm256_unpackhi_pd(r0, r1);
+        const __m256d a2 = _mm256_unpacklo_pd(r2_, r3), a3 = _mm256_unpackhi_pd(r2_, r3);
+        cm[4 * half] = _mm256_permute2f128_pd(a0, a2, 0x20);
+        cm[4 * half + 1] = _mm256_permute2f128_pd(a1, a3, 0x20);
+        cm[4 * half + 2] = _mm256_permute2f128_pd(a0, a2, 0x31);
+        cm[4 * half + 3] = _mm256_permute2f128_pd(a1, a3, 0x31);
+      }
+    }
     __m256d pv = cm[7], dd = pv;
     for (int w = 6; w >= 1; --w) {
       pv = _mm256_add_pd(_mm256_mul_pd(pv, x), cm[w]);
@@ -453,15 +492,23 @@ __attribute__((target("avx2"))) void coul_chunk_terms_avx2(int m, const Atoms& a
     if (p.lj) {
       __m256d lc[kFields];
       if (one_type) {
-        for (int w = 0; w < kFields; ++w) lc[w] = _mm256_set1_pd(row[w]);
+        for (int w = 0; w < nfields; ++w) lc[w] = _mm256_set1_pd(row[w]);
+      } else if (few_types) {
+        // 32-bit indices 2t, 2t + 1 for each lane's type t.
+        const __m256i t64 = _mm256_cvtepu32_epi64(_mm_load_si128(reinterpret_cast<const __m128i*>(c.type + q)));
+        const __m256i lo = _mm256_slli_epi64(t64, 1);
+        const __m256i idx = _mm256_or_si256(lo, _mm256_slli_epi64(_mm256_add_epi64(lo, _mm256_set1_epi64x(1)), 32));
+        for (int w = 0; w < nfields; ++w)
+          lc[w] = _mm256_castps_pd(_mm256_permutevar8x32_ps(_mm256_castpd_ps(rowv[w]), idx));
       } else {
         const __m128i t6 = _mm_mullo_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(c.type + q)), _mm_set1_epi32(kFields));
-        for (int w = 0; w < kFields; ++w) lc[w] = _mm256_i32gather_pd(row, _mm_add_epi32(t6, _mm_set1_epi32(w)), 8);
+        for (int w = 0; w < nfields; ++w) lc[w] = _mm256_i32gather_pd(row, _mm_add_epi32(t6, _mm_set1_epi32(w)), 8);
       }
       const __m256d in_l = _mm256_and_pd(_mm256_cmp_pd(r2, lc[0], _CMP_LT_OQ), fl);
       const __m256d r6i = _mm256_mul_pd(_mm256_mul_pd(r2i, r2i), r2i);
       f = _mm256_add_pd(f, _mm256_mul_pd(_mm256_mul_pd(_mm256_mul_pd(in_l, r6i), _mm256_sub_pd(_mm256_mul_pd(lc[1], r6i), lc[2])), r2i));
-      evdwl = _mm256_mul_pd(in_l, _mm256_sub_pd(_mm256_mul_pd(r6i, _mm256_sub_pd(_mm256_mul_pd(lc[3], r6i), lc[4])), lc[5]));
+      if (energy)
+        evdwl = _mm256_mul_pd(in_l, _mm256_sub_pd(_mm256_mul_pd(r6i, _mm256_sub_pd(_mm256_mul_pd(lc[3], r6i), lc[4])), lc[5]));
     }
     _mm256_store_pd(c.tx + q, _mm256_mul_pd(dx, f));
     _mm256_store_pd(c.ty + q, _mm256_mul_pd(dy, f));
@@ -485,10 +532,9 @@ inline int coul_chunk(int m, const int* nb, const Atoms& a, const LjTable& lj, c
   if (cf) return coul_chunk_avx512(m, nb, a, lj, p, *cf, i, sc, energy, c);
 #endif
   for (int k = 0; k < padded(m); ++k) c.j[k] = nb[k < m ? k : m - 1];
-  if (a.nspecial > 0)
-    for (int k = 0; k < padded(m); ++k) c.level[k] = k < m ? sc.level(a.id[c.j[k]]) : 0;
-  else
-    for (int k = 0; k < padded(m); ++k) c.level[k] = 0;
+  for (int k = 0; k < padded(m); ++k) c.level[k] = 0;
+  if (a.nspecial > 0)  // partners ascend in id: past i's last special partner, every level is 0
+    for (int k = 0; k < m && !sc.exhausted(); ++k) c.level[k] = sc.level(a.id[c.j[k]]);
   if (lj.ntypes > 1)
     for (int k = 0; k < padded(m); ++k) c.type[k] = a.type[c.j[k]];
 #if defined(__x86_64__)
@@ -509,6 +555,17 @@ inline const CoulFast* coul_fast(const Atoms& a, const LjTable& lj, const CoulPa
   static const bool avx512 = has_avx512(), avx2 = has_avx2();
   const bool generic = std::getenv("CUMULUS_NO_AVX512") != nullptr;
   avx2_chunks = !avx512 && avx2 && !generic;  // AVX2 where AVX-512 is missing
+  if (avx2_chunks) {
+    thread_local std::vector<double> packed2;
+    packed2.resize(static_cast<std::size_t>(std::max(a.nlocal, a.n)) * 4 + 4);
+    // 32-byte aligned (the loop loads whole rows)
+    double* const d0 = packed2.data() + (4 - (reinterpret_cast<std::uintptr_t>(packed2.data()) / sizeof(double)) % 4) % 4;
+    for (int i = 0; i < std::max(a.nlocal, a.n); ++i) {
+      double* const d = d0 + static_cast<std::size_t>(i) * 4;
+      d[0] = a.x[i], d[1] = a.y[i], d[2] = a.z[i], d[3] = a.q[i];
+    }
+    avx2_xyzq = d0;
+  }
   if (avx512 && !generic) {
     thread_local CoulFast cf;
     thread_local std::vector<double> packed;
