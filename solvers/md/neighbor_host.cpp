@@ -186,14 +186,18 @@ class HostNeighborList : public NeighborList {
       const double dz = image(lx[2][static_cast<std::size_t>(i)] - lx[2][static_cast<std::size_t>(j)], 2);
       return dx * dx + dy * dy + dz * dz < rl2;
     };
-    // List bins: at least cutoff + skin wide (not the decomposition's finer cells), searched one bin out in rows of
-    // three along x (long rows suit the vectorised scan better than half-width bins two out, which
-    // check half as many atoms in rows too short to vectorise: measured the same speed); all pairs
-    // where the box holds fewer than three bins along an axis.
-    const int reach = 1;
+    // List bins (not the decomposition's finer cells): at least cutoff + skin wide, searched one
+    // bin out in rows of three along x; or, where such a bin would hold more than 64 atoms, half as
+    // wide, searched two out in rows of five, the rows beyond reach in y and z skipped: about half
+    // the candidates (rigid SPC/E at 12 A: 2,200 against 4,600 an atom; list builds 1.15x faster),
+    // while rows stay long enough for the vectorised scan (in.lj's bins of 18 atoms: 1.4x slower
+    // halved). All pairs where the box holds too few bins along an axis.
+    double volume = box[0] * box[1] * box[2];
+    const double per_bin = nlocal * (rl * rl * rl) / std::max(volume, 1e-300);
+    const int reach = per_bin > 64 ? 2 : 1;
     int nb3[3];
-    for (int d = 0; d < 3; ++d) nb3[d] = std::max(1, static_cast<int>(std::floor(box[d] / rl)));
-    const bool brute = nb3[0] < 3 || nb3[1] < 3 || nb3[2] < 3;
+    for (int d = 0; d < 3; ++d) nb3[d] = std::max(1, static_cast<int>(std::floor(box[d] * reach / rl)));
+    const bool brute = nb3[0] < 2 * reach + 1 || nb3[1] < 2 * reach + 1 || nb3[2] < 2 * reach + 1;
     auto list_bin = [&](double x, int d) {
       return std::clamp(static_cast<int>(std::floor(x * nb3[d] / box[d])), 0, nb3[d] - 1);
     };
