@@ -34,7 +34,8 @@ struct Case {
 };
 
 // List bins per axis are floor(L / reach): {2, 5, 4} and {1, 1, 1} take the all-pairs path,
-// {3, 6, 3} the binned path with the fewest bins it accepts, {7, 6, 8} many bins.
+// {3, 6, 3} the binned path with the fewest bins it accepts, {7, 6, 8} many bins; the dense cases
+// the host builder's half-width bins.
 // gtest prints a failing case by its name (not as 48 bytes).
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
@@ -47,6 +48,10 @@ std::vector<Case> cases() {
       {"three_bins_ghosts", {4.0, 8.0, 5.0}, 1.3, 130, 50},
       {"many_bins", {9.1, 8.3, 10.7}, 1.25, 600, 0},
       {"many_bins_ghosts", {9.1, 8.3, 10.7}, 1.25, 450, 150},
+      // Dense: more than 64 atoms to a reach-wide bin, so the host builder's bins are half as
+      // wide and searched two out ({6, 5, 7} of them: the fewest it accepts along y).
+      {"dense_half_bins", {9.1, 8.3, 10.7}, 3.0, 2000, 0},
+      {"dense_half_bins_ghosts", {9.1, 8.3, 10.7}, 3.0, 1600, 500},
   };
 }
 
