@@ -265,18 +265,24 @@ void mixed_pairs(const Atoms& a, const double* xyzq, const LjTable32& lj, const 
 }  // namespace
 #endif
 
+namespace {
+// Atom i's sums s (force x, y, z, energy, virial in units) into its arrays: NaN where bad (bit 0
+// the force, bit 1 the energy and virial); each atom's half of its pairs' energies and virials.
+CUMULUS_HD inline void store_sums(const Atoms& a, int i, const std::int64_t* s, int bad, bool energy) {
+  a.fx[i] = fixed::value(s[0], bad & 1);
+  a.fy[i] = fixed::value(s[1], bad & 1);
+  a.fz[i] = fixed::value(s[2], bad & 1);
+  if (energy) {
+    a.pe[i] = fixed::value(s[3], bad & 2, 0.5);
+    a.virial[i] = fixed::value(s[4], bad & 2, 0.5);
+  }
+}
+}  // namespace
+
 // The full list, on either backend: each owned atom sums its own pairs.
 void coul_forces_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj, const CoulParams32& p) {
   const bool energy = a.energy;
-  auto store = [=] CUMULUS_HD(int i, const std::int64_t* s, int bad) {
-    a.fx[i] = fixed::value(s[0], bad & 1);
-    a.fy[i] = fixed::value(s[1], bad & 1);
-    a.fz[i] = fixed::value(s[2], bad & 1);
-    if (energy) {
-      a.pe[i] = fixed::value(s[3], bad & 2, 0.5);
-      a.virial[i] = fixed::value(s[4], bad & 2, 0.5);
-    }
-  };
+  auto store = [=] CUMULUS_HD(int i, const std::int64_t* s, int bad) { store_sums(a, i, s, bad, energy); };
 #if !defined(__CUDACC__) && defined(__x86_64__)
   if (!ex.is_cuda() && mixed_simd()) {
     detail::KernelTimer<int> timer(ex, "md.forces");
@@ -425,14 +431,7 @@ void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParam
         }
         bad |= o[5 * nl];
       }
-      const int b = static_cast<int>(bad);
-      a.fx[i] = fixed::value(t[0], b & 1);
-      a.fy[i] = fixed::value(t[1], b & 1);
-      a.fz[i] = fixed::value(t[2], b & 1);
-      if (energy) {
-        a.pe[i] = fixed::value(t[3], b & 2, 0.5);
-        a.virial[i] = fixed::value(t[4], b & 2, 0.5);
-      }
+      store_sums(a, i, t, static_cast<int>(bad), energy);
     }
   }
 }
