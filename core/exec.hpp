@@ -18,9 +18,7 @@
 
 #if CUMULUS_COMPILING_CUDA
 #include <cuda_runtime.h>
-#include <thrust/execution_policy.h>
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/transform_reduce.h>
+#include <cub/block/block_reduce.cuh>
 #endif
 
 struct CUstream_st;  // cudaStream_t is CUstream_st*; named here so host-only code needs no CUDA header
@@ -148,35 +146,69 @@ __global__ void for_each_kernel(Box box, int n, F body) {
   }
 }
 
-// Thrust's scratch from the stream-ordered pool (cudaMallocAsync; select_backend keeps the pool's
-// memory): its default allocator calls cudaMalloc and cudaFree, which synchronises the whole device,
-// on every reduction, and molecular dynamics reduces every step (the list check).
-struct StreamScratch {
-  using value_type = char;
+// reduce's kernels. Written here rather than taken from thrust::transform_reduce because of
+// build time: Thrust compiles a reduction four times (32- and 64-bit sizes, single and multiple
+// tiles) with the body inlined into each several times over (CUB's items per thread), so a heavy
+// body such as SHAKE's cluster solve took ptxas 97 s in one file. Here the body is compiled once,
+// in a grid-stride loop that is not unrolled; CUB's block reduction combines each block's threads.
+// The grid is at most kReduceMaxBlocks blocks whatever the device, and the partials are combined
+// in block order, so the result depends on the box alone (not on the GPU model).
+constexpr int kReduceBlock = 256;
+constexpr int kReduceMaxBlocks = 1024;
+
+// Each block's fold of its cells into partial[blockIdx.x] (combined with what is there unless
+// `first`: a box launched in several parts, see split_for_32bit_index).
+template <class T, class Op, class F>
+__global__ void __launch_bounds__(kReduceBlock) reduce_blocks_kernel(Box box, int n, T init, Op op, F body, T* partial,
+                                                                     bool first) {
+  using BlockReduce = cub::BlockReduce<T, kReduceBlock>;
+  __shared__ typename BlockReduce::TempStorage temp;
+  const int ni = box.size(0), nj = box.size(1);
+  const unsigned stride = blockDim.x * gridDim.x;
+  T mine = init;
+#pragma unroll 1
+  for (unsigned idx = blockIdx.x * blockDim.x + threadIdx.x; idx < static_cast<unsigned>(n); idx += stride) {
+    const int cell = static_cast<int>(idx);
+    const int i = cell % ni;
+    const int r = cell / ni;
+    mine = op(mine, body(box.lo[0] + i, box.lo[1] + r % nj, box.lo[2] + r / nj));
+  }
+  const T b = BlockReduce(temp).Reduce(mine, op);
+  if (threadIdx.x == 0) partial[blockIdx.x] = first ? b : op(partial[blockIdx.x], b);
+}
+
+// One block: partial[0, n) combined into *out.
+template <class T, class Op>
+__global__ void __launch_bounds__(kReduceBlock) reduce_partials_kernel(const T* partial, int n, T init, Op op, T* out) {
+  using BlockReduce = cub::BlockReduce<T, kReduceBlock>;
+  __shared__ typename BlockReduce::TempStorage temp;
+  T mine = init;
+  for (int b = static_cast<int>(threadIdx.x); b < n; b += kReduceBlock) mine = op(mine, partial[b]);
+  const T r = BlockReduce(temp).Reduce(mine, op);
+  if (threadIdx.x == 0) *out = r;
+}
+
+// reduce's device scratch, from the stream-ordered pool (cudaMallocAsync; select_backend keeps the
+// pool's memory): cudaMalloc and cudaFree would synchronise the whole device on every reduction,
+// and molecular dynamics reduces every step (the list check). Freed on every path out.
+struct ReduceScratch {
+  void* p = nullptr;
   cudaStream_t stream;
-  char* allocate(std::ptrdiff_t n) {
-    void* p = nullptr;
-    const cudaError_t e = cudaMallocAsync(&p, static_cast<std::size_t>(n), stream);
+  ReduceScratch(std::size_t bytes, cudaStream_t s, const char* label, const Box& box) : stream(s) {
+    const cudaError_t e = cudaMallocAsync(&p, bytes, stream);
     if (e != cudaSuccess) {
       cudaGetLastError();  // an allocation failure is not sticky: clear it, report it once, here
-      throw Error("cannot allocate " + std::to_string(n) + " bytes of reduction scratch on the GPU: " +
-                  cudaGetErrorString(e));
+      p = nullptr;
+      throw_cuda_library_error(label, box,
+                               ("cannot allocate " + std::to_string(bytes) + " bytes of reduction scratch on the GPU: " +
+                                cudaGetErrorString(e))
+                                   .c_str());
     }
-    return static_cast<char*>(p);
   }
-  void deallocate(char* p, std::size_t) { cudaFreeAsync(p, stream); }
-};
-
-// Maps a linear index to the body's value at the corresponding cell (for thrust reductions).
-template <class T, class F>
-struct LinearApply {
-  Box box;
-  F body;
-  __host__ __device__ T operator()(std::int64_t idx) const {
-    const int ni = box.size(0), nj = box.size(1);
-    const int i = static_cast<int>(idx % ni);
-    const std::int64_t r = idx / ni;
-    return body(box.lo[0] + i, box.lo[1] + static_cast<int>(r % nj), box.lo[2] + static_cast<int>(r / nj));
+  ReduceScratch(const ReduceScratch&) = delete;
+  ReduceScratch& operator=(const ReduceScratch&) = delete;
+  ~ReduceScratch() {
+    if (p) cudaFreeAsync(p, stream);
   }
 };
 #endif
@@ -268,26 +300,37 @@ struct MaxOp {
   CUMULUS_HD T operator()(T a, T b) const { return a < b ? b : a; }
 };
 
-// Combines body(i, j, k) over `box` with `op`, starting from `init`. Synchronous: returns the
-// value on the host. The host result is deterministic for a given thread count.
+// Combines body(i, j, k) over `box` with `op`. `init` must be op's identity (0 for a sum, the
+// largest value for a minimum): every host thread and GPU thread starts from it. Synchronous:
+// returns the value on the host. The result is deterministic: on the host for a given thread
+// count, on CUDA for a given box.
 template <class T, class Op, class F>
 T reduce(const Exec& ex, const char* label, const Box& box, T init, Op op, F body) {
   if (box.empty()) return init;
   detail::KernelTimer<F> timer(ex, label);
   if (ex.is_cuda()) {
 #if CUMULUS_COMPILING_CUDA
-    thrust::counting_iterator<std::int64_t> first(0);
-    detail::StreamScratch scratch{ex.stream()};
-    T r = init;
-    try {
-      r = thrust::transform_reduce(thrust::cuda::par(scratch).on(ex.stream()), first, first + box.volume(),
-                                   detail::LinearApply<T, F>{box, body}, init, op);
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {  // thrust::system_error, std::bad_alloc
-      detail::throw_cuda_library_error(label, box, e.what());
-    }
+    using detail::kReduceBlock;
+    using detail::kReduceMaxBlocks;
+    detail::ReduceScratch scratch((kReduceMaxBlocks + 1) * sizeof(T), ex.stream(), label, box);
+    T* partial = static_cast<T*>(scratch.p);
+    int blocks0 = 0;  // the first part is the largest (split_for_32bit_index): its grid is the widest
+    detail::split_for_32bit_index(label, box, std::int64_t{1} << 30, [&](const Box& part) {
+      const std::int64_t n = part.volume();
+      int blocks = static_cast<int>(std::min<std::int64_t>((n + kReduceBlock - 1) / kReduceBlock, kReduceMaxBlocks));
+      const bool first = blocks0 == 0;
+      if (first) blocks0 = blocks;
+      blocks = std::min(blocks, blocks0);
+      detail::reduce_blocks_kernel<<<static_cast<unsigned>(blocks), kReduceBlock, 0, ex.stream()>>>(
+          part, static_cast<int>(n), init, op, body, partial, first);
+      detail::check_cuda_launch(ex, label, part);
+    });
+    detail::reduce_partials_kernel<<<1, kReduceBlock, 0, ex.stream()>>>(partial, blocks0, init, op, partial + kReduceMaxBlocks);
     detail::check_cuda_launch(ex, label, box);
+    T r = init;
+    cudaError_t e = cudaMemcpyAsync(&r, partial + kReduceMaxBlocks, sizeof(T), cudaMemcpyDeviceToHost, ex.stream());
+    if (e == cudaSuccess) e = cudaStreamSynchronize(ex.stream());
+    if (e != cudaSuccess) detail::throw_cuda_library_error(label, box, cudaGetErrorString(e));
     return r;
 #else
     detail::throw_not_compiled_for_cuda(label);
