@@ -90,6 +90,15 @@ class LjCut : public ForceTerm {
     }
     table_ = Buffer<LjCoefficients>(ex.backend(), c.size());
     memory::copy(ex, ex.backend(), table_.data(), Backend::host, c.data(), c.size() * sizeof(LjCoefficients));
+    // md.precision = "mixed": the same coefficients rounded to fp32.
+    mixed_ = cfg.get<std::string>("md.precision") == "mixed";
+    if (mixed_) {
+      std::vector<LjCoefficients32> c32(c.size());
+      for (std::size_t k = 0; k < c.size(); ++k)
+        c32[k] = {static_cast<float>(c[k].cut2), static_cast<float>(c[k].lj1), static_cast<float>(c[k].lj2),
+                  static_cast<float>(c[k].lj3), static_cast<float>(c[k].lj4), static_cast<float>(c[k].offset)};
+      table32_ = Buffer<LjCoefficients32>::copy_of(ex, c32, 1);
+    }
   }
 
   std::string describe() const override {
@@ -97,6 +106,7 @@ class LjCut : public ForceTerm {
     out += shift_ ? ", shifted" : "";
     out += tail_ ? ", tail corrections" : "";
     out += ")";
+    if (mixed_) out += "; mixed precision: the pair terms in fp32, their products in fp64, summed in fixed point;";
     for (int a = 0; a < nt_; ++a)
       for (int b = a; b < nt_; ++b) {
         const LjPair& q = pairs_[static_cast<std::size_t>(a) * nt_ + b];
@@ -113,7 +123,17 @@ class LjCut : public ForceTerm {
     return m;
   }
 
+  bool order_free_sums() const override { return mixed_; }
+
   void compute(const Exec& ex, const Atoms& a) const override {
+    if (mixed_) {
+      const LjTable32 t{table32_.data(), nt_};
+      if (a.half)
+        lj_mixed_kernels::host_pass::lj_forces_half_mixed(a, t, scratch_);
+      else
+        CUMULUS_KERNEL(ex, lj_mixed_kernels, lj_forces_mixed)(ex, a, t);
+      return;
+    }
     if (a.half)
       lj_kernels::host_pass::lj_forces_half(a, LjTable{table_.data(), nt_});
     else
@@ -124,8 +144,12 @@ class LjCut : public ForceTerm {
   std::array<double, 6> virial_tensor(const Exec& ex, const Comm& comm, const Atoms& a) const override {
     constexpr int kExp = -60;
     std::array<double, 6> w{};
+    ExactSum mixed[6];
+    if (mixed_ && a.half) lj_mixed_kernels::host_pass::lj_virial_half_mixed(a, LjTable32{table32_.data(), nt_}, kExp, mixed);
     for (int c = 0; c < 6; ++c) {
-      ExactSum s = CUMULUS_KERNEL(ex, lj_kernels, lj_virial)(ex, a, LjTable{table_.data(), nt_}, c, kExp);
+      ExactSum s = mixed_ && a.half ? mixed[c]
+                   : mixed_        ? CUMULUS_KERNEL(ex, lj_mixed_kernels, lj_virial_mixed)(ex, a, LjTable32{table32_.data(), nt_}, c, kExp)
+                                   : CUMULUS_KERNEL(ex, lj_kernels, lj_virial)(ex, a, LjTable{table_.data(), nt_}, c, kExp);
       comm.sum_in_place(s.words(), ExactSum::kWords);
       if (!s.value(kExp, &w[static_cast<std::size_t>(c)])) w[static_cast<std::size_t>(c)] = std::numeric_limits<double>::quiet_NaN();
     }
@@ -152,8 +176,10 @@ class LjCut : public ForceTerm {
  private:
   int nt_;
   std::vector<LjPair> pairs_;
-  bool shift_ = false, tail_ = false;
+  bool shift_ = false, tail_ = false, mixed_ = false;
   Buffer<LjCoefficients> table_;
+  Buffer<LjCoefficients32> table32_;             // md.precision = "mixed": the coefficients in fp32
+  mutable std::vector<std::int64_t> scratch_;  // lj_forces_half_mixed's per-thread arrays
 };
 
 void lj_keys(Schema& s) {

@@ -48,4 +48,20 @@ using LjTable = LjTableT<double>;
 CUMULUS_DECLARE_KERNEL_PASSES(lj_kernels, CUMULUS_LJ_KERNELS)
 #undef CUMULUS_LJ_KERNELS
 
+// md.precision = "mixed" (pair_lj_cut_mixed_kernels.cpp): the pair terms in fp32, their products
+// with the separation in fp64, summed in fixed point (fixed_point.hpp). lj_forces_mixed: a full
+// list on either backend; lj_forces_half_mixed: the host's half list at any thread count
+// (`scratch`: its per-thread arrays, kept by the caller so that no call allocates);
+// lj_virial_mixed: lj_virial's component over a full list; lj_virial_half_mixed: all six over the
+// host's half list, with lj_virial_mixed's values.
+using LjCoefficients32 = LjCoefficientsT<float>;
+using LjTable32 = LjTableT<float>;
+#define CUMULUS_LJ_MIXED_KERNELS                                                                           \
+  void lj_forces_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj);                               \
+  void lj_forces_half_mixed(const Atoms& a, const LjTable32& lj, std::vector<std::int64_t>& scratch);      \
+  ExactSum lj_virial_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj, int component, int e);     \
+  void lj_virial_half_mixed(const Atoms& a, const LjTable32& lj, int e, ExactSum* out);
+CUMULUS_DECLARE_KERNEL_PASSES(lj_mixed_kernels, CUMULUS_LJ_MIXED_KERNELS)
+#undef CUMULUS_LJ_MIXED_KERNELS
+
 }  // namespace cumulus::md

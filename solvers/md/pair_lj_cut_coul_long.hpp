@@ -129,8 +129,6 @@ CUMULUS_DECLARE_KERNEL_PASSES(coul_kernels, CUMULUS_COUL_KERNELS)
 // product of two fp32 numbers is exact in fp64), rounded once to fixed point and summed as
 // integers (fixed_point.hpp). The sums do not depend on the order of the pairs, so mixed runs have
 // the same bits at any rank count, thread count and list, and on both backends.
-using LjCoefficients32 = LjCoefficientsT<float>;
-using LjTable32 = LjTableT<float>;
 using CoulParams32 = CoulParamsT<float>;
 // The mixed kernels: forces over a full list on either backend (coul_forces_mixed) or the host's
 // half list at any thread count (coul_forces_half_mixed; `scratch`: its per-thread arrays, kept

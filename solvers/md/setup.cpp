@@ -99,8 +99,8 @@ void declare_keys(Schema& s) {
       .def(std::string("auto"))
       .one_of({"auto", "host", "kernels"});
   s.key("md.precision", ValueType::string,
-        "double (every force term in fp64) or mixed (as OpenMM's and GROMACS's: the pair terms of lj/cut/coul/long and "
-        "coul/long and PME's grid, FFT and interpolation in fp32, with fp64 products and sums; the Ewald sum, bonded "
+        "double (every force term in fp64) or mixed (as OpenMM's and GROMACS's: the pair terms of lj/cut, lj/cut/coul/long "
+        "and coul/long and PME's grid, FFT and interpolation in fp32, their products in fp64 summed in fixed point; the Ewald sum, bonded "
         "terms, constraints and integration in fp64). Either has the same bits at any rank count")
       .def(std::string("double"))
       .one_of({"double", "mixed"});
@@ -284,10 +284,7 @@ void check(const Config& job, int nranks) {
   style.check(cfg, ntypes);
   if (cfg.get<std::string>("md.precision") == "mixed") {
     const std::string pair = cfg.get<std::string>("md.pair_style");
-    if (pair != "lj/cut/coul/long" && pair != "coul/long")
-      cfg.fail("md.precision", "is mixed, which the pair styles lj/cut/coul/long and coul/long offer so far; md.pair_style is " +
-                                   pair + ": use double");
-    if (!cfg.get<bool>("md.coul_table"))
+    if (pair != "lj/cut" && !cfg.get<bool>("md.coul_table"))
       cfg.fail("md.precision", "is mixed, which takes the tabulated Coulomb term (md.coul_table = true), not the exact erfc");
   }
   const double kspace_bytes = check_charges(cfg, from_file ? &data : nullptr);

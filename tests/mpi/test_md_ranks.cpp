@@ -106,32 +106,45 @@ const char* kCases[] = {
 
 class MdRanks : public ::testing::TestWithParam<Backend> {};
 
+namespace {
+// One case on every rank against one rank with two OpenMP threads (the serial reference takes the
+// full neighbour list, or for mixed precision the half list split over threads, against the half
+// list that one thread per rank uses): the same trajectory and thermo bits.
+void lj_at_any_rank_count(const Exec& ex, const char* extra) {
+  const Comm world = Comm::world();
+  const Config cfg = md_config(extra);
+  std::vector<double> thermo_distributed, thermo_serial;
+  const std::vector<double> distributed = run_md(cfg, world, ex, &thermo_distributed);
+  std::int64_t differ = 0;
+  if (world.is_root()) {
+    omp_set_num_threads(2);
+    const std::vector<double> serial = run_md(cfg, Comm::self(), ex, &thermo_serial);
+    omp_set_num_threads(1);
+    differ = serial == distributed ? 0 : 1;
+    EXPECT_EQ(thermo_serial.size(), std::size(kThermo)) << extra;
+    EXPECT_TRUE(thermo_serial == thermo_distributed) << "thermo output differs between " << world.size()
+                                                     << " ranks and 1 rank: " << extra;
+    // The atoms must have crossed the box somewhere, or migration was not exercised.
+    double moved = 0;
+    for (std::size_t k = 0; k < serial.size(); k += 10)
+      for (int d = 7; d < 10; ++d) moved = std::max(moved, std::abs(serial[k + d]));
+    EXPECT_GE(moved, 1.0) << extra;
+  }
+  EXPECT_EQ(world.sum(differ), 0) << "trajectories differ between " << world.size() << " ranks and 1 rank: " << extra;
+}
+// lj/cut in mixed precision (fp32 pair terms, fixed-point sums): the binary mixture under a
+// Nose-Hoover chain, kCases' last.
+const std::string kMixedLj = std::string(kCases[3]).replace(5, 0, "precision = \"mixed\"\n");
+}  // namespace
+
 TEST_P(MdRanks, BitIdenticalTrajectoriesAtAnyRankCount) {
   CUMULUS_EXEC_OR_SKIP(ex, GetParam());
-  const Comm world = Comm::world();
-  for (const char* extra : kCases) {
-    const Config cfg = md_config(extra);
-    std::vector<double> thermo_distributed, thermo_serial;
-    const std::vector<double> distributed = run_md(cfg, world, ex, &thermo_distributed);
-    std::int64_t differ = 0;
-    if (world.is_root()) {
-      // The serial reference with two OpenMP threads: the full neighbour list, against the
-      // half list (Newton's third law) that one thread per rank uses, which must give its bits.
-      omp_set_num_threads(2);
-      const std::vector<double> serial = run_md(cfg, Comm::self(), ex, &thermo_serial);
-      omp_set_num_threads(1);
-      differ = serial == distributed ? 0 : 1;
-      EXPECT_EQ(thermo_serial.size(), std::size(kThermo)) << extra;
-      EXPECT_TRUE(thermo_serial == thermo_distributed) << "thermo output differs between " << world.size()
-                                                       << " ranks and 1 rank: " << extra;
-      // The atoms must have crossed the box somewhere, or migration was not exercised.
-      double moved = 0;
-      for (std::size_t k = 0; k < serial.size(); k += 10)
-        for (int d = 7; d < 10; ++d) moved = std::max(moved, std::abs(serial[k + d]));
-      EXPECT_GE(moved, 1.0) << extra;
-    }
-    EXPECT_EQ(world.sum(differ), 0) << "trajectories differ between " << world.size() << " ranks and 1 rank: " << extra;
-  }
+  for (const char* extra : kCases) lj_at_any_rank_count(ex, extra);
+}
+
+TEST_P(MdRanks, MixedPrecisionLjAtAnyRankCount) {
+  CUMULUS_EXEC_OR_SKIP(ex, GetParam());
+  lj_at_any_rank_count(ex, kMixedLj.c_str());
 }
 
 // Ids shuffled against space (a data file written by another code, or a long-diffused liquid):
@@ -416,6 +429,7 @@ TEST(MdBackends, CudaMatchesHostBitwise) {
   std::vector<std::string> cases(std::begin(kCases), std::end(kCases));
   cases.push_back("[md]\ncells = [6]\ntemperature = 1.2\nneighbor_build = \"kernels\"\nneighbor_every = 4\n"
                   "neighbor_check = false\n");
+  cases.push_back(kMixedLj);  // lj/cut in mixed precision: CUDA's full list against the host's threaded half list
   for (const std::string& extra : cases) {
     const Config cfg = md_config(extra);
     const std::vector<double> host = run_md(cfg, world, Exec::host());

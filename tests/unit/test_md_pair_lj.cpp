@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -63,9 +64,16 @@ struct Result {
   std::array<double, 6> tensor{};  // the virial tensor xx, yy, zz, xy, xz, yz
 };
 
-enum class ListKind { host_half, host_full, kernels };
+// host_half_2: the half list at two threads, which the host builder makes only for a style whose
+// sums do not depend on order (md.precision = "mixed"); otherwise it is the full list.
+enum class ListKind { host_half, host_full, kernels, host_half_2 };
 const char* to_string(ListKind k) {
-  return k == ListKind::host_half ? "host half list" : (k == ListKind::host_full ? "host full list" : "kernel list");
+  switch (k) {
+    case ListKind::host_half: return "host half list";
+    case ListKind::host_full: return "host full list";
+    case ListKind::kernels: return "kernel list";
+    default: return "host half list at 2 threads";
+  }
 }
 
 // Atoms (owned only, types 0-based) in a periodic box: the list at `reach`, then the style's force
@@ -85,13 +93,15 @@ Result forces(const ForceTerm& style, const std::vector<std::array<double, 3>>& 
   // The host builder makes its half list at one thread, its full list at more; the kernel list is
   // full at any count. One thread wherever it is enough: a two-thread team waits at every barrier
   // for a core, which on a loaded machine costs milliseconds per call.
-  omp_set_num_threads(kind == ListKind::host_full ? 2 : 1);
+  omp_set_num_threads(kind == ListKind::host_full || kind == ListKind::host_half_2 ? 2 : 1);
   std::unique_ptr<NeighborList> list =
       kind == ListKind::kernels ? make_kernel_neighbor_list(ex, false) : make_host_neighbor_list(ex);
+  // As md sets it, but host_full asks for the full list whatever the style.
+  list->allow_threaded_half(style.order_free_sums() && kind != ListKind::host_full);
   atoms.fit_scratch(atoms.nown());
   list->build(atoms, box, reach);
   atoms.fit_scratch(list->half() ? atoms.nlocal() : atoms.nown());
-  EXPECT_EQ(list->half(), kind == ListKind::host_half);
+  EXPECT_EQ(list->half(), kind == ListKind::host_half || (kind == ListKind::host_half_2 && style.order_free_sums()));
   style.compute(ex, atoms.view(list.get(), box));
   Result r;
   r.tensor = style.virial_tensor(ex, Comm::self(), atoms.view(list.get(), box));
@@ -394,5 +404,78 @@ TEST(PairLjCut, TailCorrectionsAreTheIntegralsBeyondTheCutoff) {
     const auto [e, p] = style->tail({n[0], n[1]}, V);
     EXPECT_TRUE(near(e, e_want, 1e-12));
     EXPECT_TRUE(near(p, p_want, 1e-12));
+  }
+}
+
+// md.precision = "mixed": the fp32 pair terms summed in fixed point. Two types (one pair mixed),
+// shifted, on the jittered lattice above: the same bits over the half list at one and two threads,
+// the full list and the kernel list; within fp32's rounding of the double path; and a pair too
+// close for the fixed-point range makes exactly its two atoms' forces NaN (the health check's
+// cue), on every list.
+TEST(PairLjCut, MixedPrecisionIsDoubleToFp32AndTheSameOverEveryList) {
+  Exec ex;
+  const std::string keys = "types = 2\nshift = true\n[md.pairs.b]\ntypes = [2, 2]\nepsilon = 0.6\nsigma = 1.1\ncutoff = 2.7\n";
+  const auto dbl = lj(md_config(keys), 2, ex);
+  const auto mixed = lj(md_config("precision = \"mixed\"\n" + keys), 2, ex);
+  EXPECT_FALSE(dbl->order_free_sums());
+  EXPECT_TRUE(mixed->order_free_sums());
+  std::mt19937_64 rng(5);
+  const double box[3] = {9.0, 9.3, 10.1};
+  const int cells[3] = {10, 10, 11};
+  std::vector<std::array<double, 3>> x;
+  std::vector<int> type;
+  for (int k = 0; k < cells[2]; ++k)
+    for (int j = 0; j < cells[1]; ++j)
+      for (int i = 0; i < cells[0]; ++i) {
+        const int c[3] = {i, j, k};
+        std::array<double, 3> p;
+        for (int d = 0; d < 3; ++d) {
+          const double jitter = (static_cast<double>(rng() >> 11) * 0x1p-53 - 0.5) * 0.2;
+          p[static_cast<std::size_t>(d)] = (c[d] + 0.5) * box[d] / cells[d] + jitter;
+        }
+        x.push_back(p);
+        type.push_back(static_cast<int>(rng() & 1));
+      }
+  const std::size_t n = x.size();
+  const Result ref = forces(*dbl, x, type, box, 3.0, ListKind::host_half, ex);
+  const Result m = forces(*mixed, x, type, box, 3.0, ListKind::host_half, ex);
+  for (ListKind kind : {ListKind::host_half_2, ListKind::host_full, ListKind::kernels}) {
+    const Result other = forces(*mixed, x, type, box, 3.0, kind, ex);
+    for (std::size_t i = 0; i < n; ++i) {
+      for (int d = 0; d < 3; ++d) ASSERT_EQ(other.f[d][i], m.f[d][i]) << to_string(kind) << ", atom " << i;
+      ASSERT_EQ(other.pe[i], m.pe[i]) << to_string(kind) << ", atom " << i;
+      ASSERT_EQ(other.virial[i], m.virial[i]) << to_string(kind) << ", atom " << i;
+    }
+    for (int c = 0; c < 6; ++c)
+      EXPECT_EQ(other.tensor[static_cast<std::size_t>(c)], m.tensor[static_cast<std::size_t>(c)]) << to_string(kind) << ", component " << c;
+  }
+  double df = 0, f2 = 0, pe_d = 0, pe_m = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    for (int d = 0; d < 3; ++d) {
+      df += (m.f[d][i] - ref.f[d][i]) * (m.f[d][i] - ref.f[d][i]);
+      f2 += ref.f[d][i] * ref.f[d][i];
+    }
+    pe_d += ref.pe[i];
+    pe_m += m.pe[i];
+  }
+  const double rms = std::sqrt(df / f2), epot = std::fabs(pe_m - pe_d) / std::fabs(pe_d);
+  std::printf("[ mixed ] lj/cut: RMS force error %.2e of the RMS force, energy %.2e relative\n", rms, epot);
+  EXPECT_LT(rms, 2e-6);
+  EXPECT_GT(rms, 1e-10);  // and fp32 indeed
+  EXPECT_LT(epot, 1e-6);
+  for (int c = 0; c < 3; ++c)
+    EXPECT_TRUE(near(m.tensor[static_cast<std::size_t>(c)], ref.tensor[static_cast<std::size_t>(c)], 1e-5)) << "component " << c;
+
+  // Atoms 0 and 1 put 0.05 apart: a force term of about 4e18, beyond the range of 2^26.
+  x[1] = x[0];
+  x[1][0] += 0.05;
+  for (ListKind kind : {ListKind::host_half, ListKind::host_half_2, ListKind::host_full, ListKind::kernels}) {
+    const Result bad = forces(*mixed, x, type, box, 3.0, kind, ex);
+    int nan_atoms = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      if (std::isnan(bad.f[0][i]) || std::isnan(bad.f[1][i]) || std::isnan(bad.f[2][i])) ++nan_atoms;
+    EXPECT_EQ(nan_atoms, 2) << to_string(kind);
+    EXPECT_TRUE(std::isnan(bad.f[0][0]) && std::isnan(bad.f[0][1])) << to_string(kind);
+    EXPECT_TRUE(std::isnan(bad.tensor[0])) << to_string(kind);
   }
 }
