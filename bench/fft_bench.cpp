@@ -7,7 +7,7 @@
 // scatters, exchanges), with that movement's effective bandwidth as a ratio to a memory copy
 // measured in the same run.
 //
-//   OMP_NUM_THREADS=2 mpirun -np 1 build/host/cumulus_bench_fft [--sizes 128,256] [--reps 5] [--rounds 3]
+//   OMP_NUM_THREADS=2 mpirun --bind-to none -np 1 build/host/cumulus_bench_fft [--sizes 128,256] [--reps 5] [--rounds 3]
 //   OMP_NUM_THREADS=1 mpirun -np 2 build/host/cumulus_bench_fft
 //
 // GPU (a CUDA build; default size 512, double and single): beside one cuFFT 3D plan of the same

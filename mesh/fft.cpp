@@ -124,6 +124,7 @@ FftPlan<T>::FftPlan(const CartesianDecomposition& bricks, const Comm& comm, cons
     recv_host_ = memory::allocate_pinned(recv_.bytes());
   }
   make_line_plans();
+  make_slab();
   std::size_t members = 1;
   for (const Transpose* t : {&to_pencils_, &x_to_y_, &y_to_z_}) members = std::max(members, t->send.size());
   to_views_.resize(members);
@@ -498,6 +499,10 @@ template <class T>
 void FftPlan<T>::forward(const View<T>& in, Buffer<Complex>& out) {
   if (kind_ != FftKind::real_to_complex) throw Error("FftPlan::forward: a real input to a complex-to-complex plan");
   check_spectral(out, "forward");
+  if (slab_) {
+    slab_forward(brick_view(in), out.data());
+    return;
+  }
   forward_impl(brick_view(in));
   lines(last_stage(), true, work_a_.data(), out.data());
 }
@@ -506,6 +511,10 @@ template <class T>
 void FftPlan<T>::forward(const View<Complex>& in, Buffer<Complex>& out) {
   if (kind_ != FftKind::complex_to_complex) throw Error("FftPlan::forward: a complex input to a real-to-complex plan");
   check_spectral(out, "forward");
+  if (slab_) {
+    slab_forward(brick_view(in), out.data());
+    return;
+  }
   forward_impl(brick_view(in));
   lines(last_stage(), true, work_a_.data(), out.data());
 }
@@ -514,6 +523,10 @@ template <class T>
 void FftPlan<T>::backward(const Buffer<Complex>& in, const View<T>& out) {
   if (kind_ != FftKind::real_to_complex) throw Error("FftPlan::backward: a real output from a complex-to-complex plan");
   check_spectral(in, "backward");
+  if (slab_) {
+    slab_backward(in.data(), brick_view(out));
+    return;
+  }
   if (fused()) {
     lines_into_transpose(2, false, in.data(), y_to_z_, true, stage_view(1, work_b_.data()));
     exchange(y_to_z_, true, stage_view(1, work_b_.data()), "fft.unpack");
@@ -527,6 +540,10 @@ template <class T>
 void FftPlan<T>::backward(const Buffer<Complex>& in, const View<Complex>& out) {
   if (kind_ != FftKind::complex_to_complex) throw Error("FftPlan::backward: a complex output from a real-to-complex plan");
   check_spectral(in, "backward");
+  if (slab_) {
+    slab_backward(in.data(), brick_view(out));
+    return;
+  }
   if (fused()) {
     lines_into_transpose(2, false, in.data(), y_to_z_, true, stage_view(1, work_b_.data()));
     exchange(y_to_z_, true, stage_view(1, work_b_.data()), "fft.unpack");
@@ -573,7 +590,8 @@ std::string FftPlan<T>::describe() const {
                       grid_.p1, grid_.p2, grid_.p1, grid_.p2);
   return strprintf("FFT %dx%dx%d %s, %s precision, on %d ranks (%s): %s; 1D lines in batches of %d (%s)%s", n_[0],
                    n_[1], n_[2], k, sizeof(T) == 8 ? "double" : "single", comm_.size(), to_string(exec_.backend()),
-                   shape.c_str(), batch_, exec_.is_cuda() ? "cuFFT" : "FFTW_ESTIMATE",
+                   (shape + (slab_ ? "; x- and y-lines a z-plane at a time" : "")).c_str(), batch_,
+                   exec_.is_cuda() ? "cuFFT" : "FFTW_ESTIMATE",
                    staged_ ? "; MPI through pinned host buffers" : "");
 }
 

@@ -90,6 +90,8 @@ class FftPlan {
   FftProcessGrid process_grid() const { return grid_; }
   bool slab() const { return n_[2] > 1 && (grid_.p1 == 1 || grid_.p2 == 1); }
   bool staged() const { return staged_; }
+  // Whether the host slab path runs (fft_slab.cpp: x- and y-lines a z-plane at a time).
+  bool plane_at_a_time() const { return slab_; }
   int lines_per_batch() const { return batch_; }
   std::string describe() const;
 
@@ -179,6 +181,14 @@ class FftPlan {
   template <class E>
   void exchange(const Transpose& t, bool reverse, const StridedView<E>& dst, const char* label_unpack);
   bool fused() const { return !exec_.is_cuda() && last_stage() == 2; }
+  // Host slab path (fft_slab.cpp): with whole x- and y-lines on every rank (P1 = 1) and the bricks
+  // the x-pencils, the x- and y-lines a z-plane at a time in cache and straight into the one
+  // transpose's messages, the z-lines straight from them: two passes over memory a direction.
+  void make_slab();
+  template <class E>
+  void slab_forward(const StridedView<E>& in, Complex* spectrum);
+  template <class E>
+  void slab_backward(const Complex* spectrum, const StridedView<E>& out);
   StridedView<Complex> stage_view(int s, Complex* data) const;
   StridedView<T> real_view(T* data) const;  // the x stage's real lines
   void check_spectral(const Buffer<Complex>& b, const char* what) const;
@@ -223,6 +233,12 @@ class FftPlan {
   // read and write the bricks in place.
   bool in_place_ = false;
   std::vector<StridedView<Complex>> to_views_;  // lines_into_transpose's destinations, sized once
+  // The slab path: whether it is taken (decided alike on every rank), each thread's two planes of
+  // y-lines, and per global z the offset of its cells in the messages (see make_slab).
+  bool slab_ = false;
+  Buffer<unsigned char> planes_;
+  std::size_t plane_bytes_ = 0;
+  std::vector<std::int64_t> z_base_;
 };
 
 extern template class FftPlan<double>;

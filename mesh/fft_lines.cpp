@@ -8,12 +8,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "core/strings.hpp"
 #include "core/timers.hpp"
+#include "mesh/fft_host.hpp"
 
 #ifdef CUMULUS_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -101,20 +98,8 @@ int cuda_batch(const Index3& n) {
   return b;
 }
 
-int max_threads() {
-#ifdef _OPENMP
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
-}
-int this_thread() {
-#ifdef _OPENMP
-  return omp_get_thread_num();
-#else
-  return 0;
-#endif
-}
+using fft_host::max_threads;
+using fft_host::this_thread;
 
 const char* axis_name(int a) { return a == 0 ? "x" : (a == 1 ? "y" : "z"); }
 

@@ -1,0 +1,283 @@
+// The distributed FFT's host slab path. Where every rank holds whole x- and y-lines (a P1 = 1 slab
+// or a single rank, so that one transpose over all ranks remains) and the fields' bricks are the
+// x-pencils (z-slabs), a transform is two passes over memory with one exchange between them:
+//
+//   forward:  for each z-plane of the slab, in a cache-resident buffer: x-lines, then y-lines, whose
+//             results go straight into the transpose's messages (this rank's own part straight into
+//             the receive buffer); the exchange; the z-lines gathered from the messages as they
+//             arrived, written to the spectrum.
+//   backward: the same in reverse.
+//
+// The general path (fft_lines.cpp, fft.cpp) writes the whole slab out between the x and the y stage
+// and unpacks the messages before the z stage: four passes over memory and an unpacking. Here every
+// line still goes through the same plan on the same contiguous values, so the spectrum has the same
+// bits as on the general path, at every rank count (tests/mpi/test_fft.cpp compares them).
+#include <algorithm>
+#include <cstring>
+
+#include "core/timers.hpp"
+#include "mesh/fft.hpp"
+#include "mesh/fft_host.hpp"
+
+namespace cumulus {
+
+namespace {
+
+using fft_host::max_threads;
+using fft_host::this_thread;
+
+std::size_t round64(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// d[r * drs + c * dcs] = s[r * srs + c * scs] for r < rows, c < cols, in square blocks of one cache
+// line's worth of elements: where one side is contiguous along r and the other along c (a
+// transposition), a block reads whole cache lines on one side and writes whole lines on the other.
+template <class E>
+void copy_tiled(int rows, int cols, const E* s, std::int64_t srs, std::int64_t scs, E* d, std::int64_t drs,
+                std::int64_t dcs) {
+  constexpr int kb = static_cast<int>(64 / sizeof(E));
+  for (int r0 = 0; r0 < rows; r0 += kb) {
+    const int r1 = std::min(rows, r0 + kb);
+    for (int c0 = 0; c0 < cols; c0 += kb) {
+      const int c1 = std::min(cols, c0 + kb);
+      for (int r = r0; r < r1; ++r)
+        for (int c = c0; c < c1; ++c) d[r * drs + c * dcs] = s[r * srs + c * scs];
+    }
+  }
+}
+
+}  // namespace
+
+template <class T>
+void FftPlan<T>::make_slab() {
+  slab_ = !exec_.is_cuda() && last_stage() == 2 && grid_.p1 == 1 && in_place_;
+  if (!slab_) return;
+  // Per thread, two planes of y-lines (P[kx * N1 + y], the kx padded to whole batches: the
+  // padding lines are zero and their results never read), beside the fused passes' batch scratch.
+  const std::size_t padded_m0 = static_cast<std::size_t>((m0_ + batch_ - 1) / batch_ * batch_);
+  plane_bytes_ = round64(padded_m0 * static_cast<std::size_t>(n_[1]) * sizeof(Complex));
+  planes_ = Buffer<unsigned char>(Backend::host, 2 * plane_bytes_ * static_cast<std::size_t>(scratch_threads_),
+                                  "fft.planes");
+  std::memset(planes_.data(), 0, planes_.bytes());
+  // The messages of the one transpose hold, per pair of ranks, the cells (kx, ky, z) with kx
+  // fastest, then ky, then z; so for each global z the received lines' cells lie at one offset
+  // from the z-line's index kx + M0 (ky - ky_lo): z_base_[z].
+  const Transpose& t = y_to_z_;
+  z_base_.assign(static_cast<std::size_t>(n_[2]), 0);
+  for (std::size_t m = 0; m < t.recv.size(); ++m) {
+    const Box& b = t.recv[m];
+    if (b.empty()) continue;
+    for (int z = b.lo[2]; z < b.hi[2]; ++z)
+      z_base_[static_cast<std::size_t>(z)] =
+          t.recv_displ[m] + static_cast<std::int64_t>(m0_) * b.size(1) * (z - b.lo[2]);
+  }
+}
+
+template <class T>
+template <class E>
+void FftPlan<T>::slab_forward(const StridedView<E>& in, Complex* spectrum) {
+  const bool real = kind_ == FftKind::real_to_complex;
+  const int nx = n_[0], ny = n_[1], nz = n_[2];
+  const int zlo = stage_[0].box.lo[2], zhi = stage_[0].box.hi[2];
+  const Transpose& t = y_to_z_;
+  const int members = static_cast<int>(t.send.size());
+  Complex* sbuf = reinterpret_cast<Complex*>(send_.data());
+  Complex* rbuf = reinterpret_cast<Complex*>(recv_.data());
+  // x-lines as in lines_into_transpose: a one-line plan takes each line at a 64-byte boundary.
+  const std::size_t row_in = static_cast<std::size_t>(nx) * sizeof(E);
+  const std::size_t pitch_in = host_single_[0] ? round64(row_in) : row_in;
+  const std::size_t pitch_out = host_single_[0] ? round64(m0_ * sizeof(Complex)) : m0_ * sizeof(Complex);
+  const std::int64_t out_pitch = static_cast<std::int64_t>(pitch_out / sizeof(Complex));
+  const std::size_t ypitch = static_cast<std::size_t>(ny) * sizeof(Complex);
+  const int ybatches = (m0_ + batch_ - 1) / batch_;
+
+  double t0 = wall_seconds();
+  pass_compute_ = 0;
+#pragma omp parallel num_threads(std::min(max_threads(), scratch_threads_))
+  {
+    double busy = 0;
+    const auto th = static_cast<std::size_t>(this_thread());
+    unsigned char* tin = scratch_.data() + th * scratch_slot_;
+    unsigned char* tout = tin + scratch_slot_ / 2;
+    auto* p = reinterpret_cast<Complex*>(planes_.data() + 2 * th * plane_bytes_);
+    auto* q = reinterpret_cast<Complex*>(planes_.data() + (2 * th + 1) * plane_bytes_);
+#pragma omp for schedule(static)
+    for (int z = zlo; z < zhi; ++z) {
+      // The plane's x-lines, a batch of rows at a time, into p as y-lines.
+      for (int y0 = 0; y0 < ny; y0 += batch_) {
+        const int cnt = std::min(batch_, ny - y0);
+        for (int r = 0; r < cnt; ++r) std::memcpy(tin + r * pitch_in, &in(0, y0 + r, z), row_in);
+        if (cnt < batch_) std::memset(tin + cnt * pitch_in, 0, (batch_ - cnt) * pitch_in);
+        busy += run_host_batch(0, real, true, tin, pitch_in, tout, pitch_out);
+        copy_tiled(cnt, m0_, reinterpret_cast<const Complex*>(tout), out_pitch, 1, p + y0, 1, ny);
+      }
+      // The plane's y-lines: batches of consecutive kx, back to back as the batch plan wants them.
+      for (int b = 0; b < ybatches; ++b) {
+        const std::size_t at = static_cast<std::size_t>(b) * batch_ * ny;
+        busy += run_host_batch(2, false, true, reinterpret_cast<unsigned char*>(p + at), ypitch,
+                               reinterpret_cast<unsigned char*>(q + at), ypitch);
+      }
+      // Each member's ky range into its message (this rank's own into the receive buffer).
+      for (int m = 0; m < members; ++m) {
+        const Box& b = t.send[static_cast<std::size_t>(m)];
+        if (b.empty()) continue;
+        const int nky = b.size(1);
+        Complex* msg = (m == t.self ? rbuf + t.recv_displ[static_cast<std::size_t>(m)]
+                                    : sbuf + t.send_displ[static_cast<std::size_t>(m)]) +
+                       static_cast<std::int64_t>(m0_) * nky * (z - zlo);
+        copy_tiled(nky, m0_, q + b.lo[1], 1, ny, msg, m0_, 1);
+      }
+    }
+    add_compute(busy);
+  }
+  t_compute_ += pass_compute_;
+  double t1 = wall_seconds();
+  t_lines_ += t1 - t0;
+
+  if (members > 1)
+    mpi_check(MPI_Alltoallv(sbuf, t.send_count_mpi.data(), t.send_displ.data(), complex_type_, rbuf,
+                            t.recv_count_mpi.data(), t.recv_displ.data(), complex_type_, t.comm),
+              "MPI_Alltoallv (FFT transpose)");
+  t0 = wall_seconds();
+  t_transposes_ += t0 - t1;
+
+  // The z-lines, a batch of consecutive spectral lines at a time: for each z their cells lie side
+  // by side in the message from z's owner.
+  const Stage& st = stage_[2];
+  const std::int64_t lines = st.lines, batches = st.padded_lines / batch_;
+  const std::size_t zpitch = static_cast<std::size_t>(nz) * sizeof(Complex);
+  const std::int64_t* zb = z_base_.data();
+  pass_compute_ = 0;
+#pragma omp parallel num_threads(std::min(max_threads(), scratch_threads_))
+  {
+    double busy = 0;
+    auto* tin = reinterpret_cast<Complex*>(scratch_.data() + static_cast<std::size_t>(this_thread()) * scratch_slot_);
+#pragma omp for schedule(static)
+    for (std::int64_t b = 0; b < batches; ++b) {
+      const std::int64_t l0 = b * batch_;
+      const int cnt = static_cast<int>(std::min<std::int64_t>(batch_, lines - l0));
+      // Four z at a time: a whole cache line of each of the batch's lines is written at once.
+      for (int z0 = 0; z0 < nz; z0 += 4) {
+        const int z1 = std::min(nz, z0 + 4);
+        for (int r = 0; r < cnt; ++r)
+          for (int z = z0; z < z1; ++z) tin[static_cast<std::int64_t>(r) * nz + z] = rbuf[zb[z] + l0 + r];
+      }
+      if (cnt < batch_) std::memset(static_cast<void*>(tin + static_cast<std::int64_t>(cnt) * nz), 0, (batch_ - cnt) * zpitch);
+      busy += run_host_batch(4, false, true, reinterpret_cast<unsigned char*>(tin), zpitch,
+                             reinterpret_cast<unsigned char*>(spectrum + l0 * nz), zpitch);
+    }
+    add_compute(busy);
+  }
+  t_compute_ += pass_compute_;
+  t_lines_ += wall_seconds() - t0;
+}
+
+template <class T>
+template <class E>
+void FftPlan<T>::slab_backward(const Complex* spectrum, const StridedView<E>& out) {
+  const bool real = kind_ == FftKind::real_to_complex;
+  const int nx = n_[0], ny = n_[1], nz = n_[2];
+  const int zlo = stage_[0].box.lo[2], zhi = stage_[0].box.hi[2];
+  const Transpose& t = y_to_z_;
+  const int members = static_cast<int>(t.send.size());
+  Complex* sbuf = reinterpret_cast<Complex*>(send_.data());
+  Complex* rbuf = reinterpret_cast<Complex*>(recv_.data());
+
+  // The z-lines from the spectrum (read in place: a complex-to-complex transform out of place
+  // leaves its input as it was), scattered into the messages to z's owners.
+  const Stage& st = stage_[2];
+  const std::int64_t lines = st.lines, batches = st.padded_lines / batch_;
+  const std::size_t zpitch = static_cast<std::size_t>(nz) * sizeof(Complex);
+  const std::int64_t* zb = z_base_.data();
+  auto* spec = reinterpret_cast<unsigned char*>(const_cast<Complex*>(spectrum));
+  double t0 = wall_seconds();
+  pass_compute_ = 0;
+#pragma omp parallel num_threads(std::min(max_threads(), scratch_threads_))
+  {
+    double busy = 0;
+    unsigned char* tout =
+        scratch_.data() + static_cast<std::size_t>(this_thread()) * scratch_slot_ + scratch_slot_ / 2;
+    const auto* o = reinterpret_cast<const Complex*>(tout);
+#pragma omp for schedule(static)
+    for (std::int64_t b = 0; b < batches; ++b) {
+      const std::int64_t l0 = b * batch_;
+      const int cnt = static_cast<int>(std::min<std::int64_t>(batch_, lines - l0));
+      busy += run_host_batch(5, false, false, spec + static_cast<std::size_t>(l0) * zpitch, zpitch, tout, zpitch);
+      for (int z0 = 0; z0 < nz; z0 += 4) {
+        const int z1 = std::min(nz, z0 + 4);
+        for (int r = 0; r < cnt; ++r)
+          for (int z = z0; z < z1; ++z) rbuf[zb[z] + l0 + r] = o[static_cast<std::int64_t>(r) * nz + z];
+      }
+    }
+    add_compute(busy);
+  }
+  t_compute_ += pass_compute_;
+  double t1 = wall_seconds();
+  t_lines_ += t1 - t0;
+
+  if (members > 1)
+    mpi_check(MPI_Alltoallv(rbuf, t.recv_count_mpi.data(), t.recv_displ.data(), complex_type_, sbuf,
+                            t.send_count_mpi.data(), t.send_displ.data(), complex_type_, t.comm),
+              "MPI_Alltoallv (FFT transpose)");
+  t0 = wall_seconds();
+  t_transposes_ += t0 - t1;
+
+  // Per z-plane: the messages into y-lines, the y-lines, then the x-lines a batch of rows at a time
+  // into the caller's brick.
+  const std::size_t row_in = static_cast<std::size_t>(m0_) * sizeof(Complex);
+  const std::size_t row_out = static_cast<std::size_t>(nx) * sizeof(E);
+  const std::size_t pitch_in = host_single_[1] ? round64(row_in) : row_in;
+  const std::size_t pitch_out = host_single_[1] ? round64(row_out) : row_out;
+  const std::int64_t in_pitch = static_cast<std::int64_t>(pitch_in / sizeof(Complex));
+  const std::size_t ypitch = static_cast<std::size_t>(ny) * sizeof(Complex);
+  const int ybatches = (m0_ + batch_ - 1) / batch_;
+  pass_compute_ = 0;
+#pragma omp parallel num_threads(std::min(max_threads(), scratch_threads_))
+  {
+    double busy = 0;
+    const auto th = static_cast<std::size_t>(this_thread());
+    unsigned char* tin = scratch_.data() + th * scratch_slot_;
+    unsigned char* tout = tin + scratch_slot_ / 2;
+    auto* p = reinterpret_cast<Complex*>(planes_.data() + 2 * th * plane_bytes_);
+    auto* q = reinterpret_cast<Complex*>(planes_.data() + (2 * th + 1) * plane_bytes_);
+#pragma omp for schedule(static)
+    for (int z = zlo; z < zhi; ++z) {
+      for (int m = 0; m < members; ++m) {
+        const Box& b = t.send[static_cast<std::size_t>(m)];
+        if (b.empty()) continue;
+        const int nky = b.size(1);
+        const Complex* msg = (m == t.self ? rbuf + t.recv_displ[static_cast<std::size_t>(m)]
+                                          : sbuf + t.send_displ[static_cast<std::size_t>(m)]) +
+                             static_cast<std::int64_t>(m0_) * nky * (z - zlo);
+        copy_tiled(nky, m0_, msg, m0_, 1, q + b.lo[1], 1, ny);
+      }
+      for (int b = 0; b < ybatches; ++b) {
+        const std::size_t at = static_cast<std::size_t>(b) * batch_ * ny;
+        busy += run_host_batch(3, false, false, reinterpret_cast<unsigned char*>(q + at), ypitch,
+                               reinterpret_cast<unsigned char*>(p + at), ypitch);
+      }
+      for (int y0 = 0; y0 < ny; y0 += batch_) {
+        const int cnt = std::min(batch_, ny - y0);
+        auto* ti = reinterpret_cast<Complex*>(tin);
+        copy_tiled(cnt, m0_, p + y0, 1, ny, ti, in_pitch, 1);
+        if (cnt < batch_) std::memset(tin + cnt * pitch_in, 0, (batch_ - cnt) * pitch_in);
+        busy += run_host_batch(1, real, false, tin, pitch_in, tout, pitch_out);
+        for (int r = 0; r < cnt; ++r) std::memcpy(&out(0, y0 + r, z), tout + r * pitch_out, row_out);
+      }
+    }
+    add_compute(busy);
+  }
+  t_compute_ += pass_compute_;
+  t_lines_ += wall_seconds() - t0;
+}
+
+#define CUMULUS_FFT_SLAB_MEMBERS(T)                                                                        \
+  template void FftPlan<T>::make_slab();                                                                   \
+  template void FftPlan<T>::slab_forward<T>(const StridedView<T>&, FftComplex<T>*);                        \
+  template void FftPlan<T>::slab_forward<FftComplex<T>>(const StridedView<FftComplex<T>>&, FftComplex<T>*); \
+  template void FftPlan<T>::slab_backward<T>(const FftComplex<T>*, const StridedView<T>&);                 \
+  template void FftPlan<T>::slab_backward<FftComplex<T>>(const FftComplex<T>*, const StridedView<FftComplex<T>>&);
+CUMULUS_FFT_SLAB_MEMBERS(double)
+CUMULUS_FFT_SLAB_MEMBERS(float)
+#undef CUMULUS_FFT_SLAB_MEMBERS
+
+}  // namespace cumulus
