@@ -153,10 +153,13 @@ class FftPlan {
   // 1D transforms of stage s's lines, in batches, from `in` to `out` (both padded to whole batches).
   void lines(int s, bool forward, const void* in, void* out);
   // One batch on the host through plan p: batch_ lines at `pitch_in` / `pitch_out` bytes apart
-  // (exactly a line apart for a batch plan; any aligned pitch for a one-line plan).
-  // Returns the seconds spent in FFTW.
+  // (exactly a line apart for a batch plan; any aligned pitch for a one-line plan). A one-line plan
+  // may run fewer lines (`count`). Returns the seconds spent in FFTW.
   double run_host_batch(int p, bool real_side, bool forward, unsigned char* in, std::size_t pitch_in, unsigned char* out,
-                        std::size_t pitch_out) const;
+                        std::size_t pitch_out, int count = -1) const;
+  // Whether plan p runs one line at a time and every line `pitch` bytes apart from `first` is at
+  // FFTW's SIMD alignment: it may then read (or write) them where they lie.
+  bool host_lines_in_place(int p, const void* first, std::size_t pitch) const;
   // Adds the slowest thread's compute seconds of a parallel pass (called by each thread once).
   void add_compute(double seconds);
   // Host, 3D: stage s's lines from `in` (the stage's storage; real x-pencils for an r2c forward)

@@ -228,7 +228,7 @@ void FftPlan<T>::add_compute(double seconds) {
 
 template <class T>
 double FftPlan<T>::run_host_batch(int p, bool real_side, bool forward, unsigned char* in, std::size_t pitch_in,
-                                  unsigned char* out, std::size_t pitch_out) const {
+                                  unsigned char* out, std::size_t pitch_out, int count) const {
   const double t0 = wall_seconds();
   void* plan = host_plans_[p];
   auto run = [&](void* i, void* o) {
@@ -240,10 +240,11 @@ double FftPlan<T>::run_host_batch(int p, bool real_side, bool forward, unsigned 
       Fftw<T>::run_c2r(plan, i, o);
   };
   if (!host_single_[p]) {
+    if (count >= 0 && count != batch_) throw Error("FftPlan: part of a batch through a batch plan (an internal error)");
     run(in, out);
     return wall_seconds() - t0;
   }
-  for (int q = 0; q < batch_; ++q) {
+  for (int q = 0; q < (count >= 0 ? count : batch_); ++q) {
     unsigned char* i = in + q * pitch_in;
     unsigned char* o = out + q * pitch_out;
     // make_line_plans chose a one-line plan only for lines that keep the planning alignment.
@@ -252,6 +253,13 @@ double FftPlan<T>::run_host_batch(int p, bool real_side, bool forward, unsigned 
     run(i, o);
   }
   return wall_seconds() - t0;
+}
+
+template <class T>
+bool FftPlan<T>::host_lines_in_place(int p, const void* first, std::size_t pitch) const {
+  // Lines a pitch apart keep the first line's alignment when the pitch itself keeps it.
+  const auto* second = static_cast<const unsigned char*>(first) + pitch;
+  return !exec_.is_cuda() && host_single_[p] && Fftw<T>::alignment(first) == 0 && Fftw<T>::alignment(second) == 0;
 }
 
 template <class T>
@@ -467,7 +475,8 @@ void FftPlan<T>::lines_to_bricks(const StridedView<E>& out) {
   template void FftPlan<T>::make_line_plans();                                                         \
   template void FftPlan<T>::add_compute(double);                                                       \
   template double FftPlan<T>::run_host_batch(int, bool, bool, unsigned char*, std::size_t, unsigned char*, \
-                                             std::size_t) const;                                       \
+                                             std::size_t, int) const;                                  \
+  template bool FftPlan<T>::host_lines_in_place(int, const void*, std::size_t) const;                    \
   template void FftPlan<T>::lines(int, bool, const void*, void*);                                      \
   template void FftPlan<T>::lines_into_transpose(int, bool, const void*, const typename FftPlan<T>::Transpose&, bool,       \
                                                  const StridedView<typename FftPlan<T>::Complex>&, const std::int64_t*);    \

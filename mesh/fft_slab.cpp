@@ -89,6 +89,12 @@ void FftPlan<T>::slab_forward(const StridedView<E>& in, Complex* spectrum) {
   const std::int64_t out_pitch = static_cast<std::int64_t>(pitch_out / sizeof(Complex));
   const std::size_t ypitch = static_cast<std::size_t>(ny) * sizeof(Complex);
   const int ybatches = (m0_ + batch_ - 1) / batch_;
+  // A one-line x plan reads the brick's rows where they lie when every row (and every plane's
+  // first row) keeps FFTW's alignment: no copy into the scratch (a real-to-complex or out-of-place
+  // transform leaves its input as it was).
+  const std::size_t brick_pitch = static_cast<std::size_t>(in.s1) * sizeof(E);
+  const bool direct = host_lines_in_place(0, &in(0, 0, zlo), brick_pitch) &&
+                      host_lines_in_place(0, &in(0, 0, zlo), static_cast<std::size_t>(in.s2) * sizeof(E));
 
   double t0 = wall_seconds();
   pass_compute_ = 0;
@@ -105,9 +111,14 @@ void FftPlan<T>::slab_forward(const StridedView<E>& in, Complex* spectrum) {
       // The plane's x-lines, a batch of rows at a time, into p as y-lines.
       for (int y0 = 0; y0 < ny; y0 += batch_) {
         const int cnt = std::min(batch_, ny - y0);
-        for (int r = 0; r < cnt; ++r) std::memcpy(tin + r * pitch_in, &in(0, y0 + r, z), row_in);
-        if (cnt < batch_) std::memset(tin + cnt * pitch_in, 0, (batch_ - cnt) * pitch_in);
-        busy += run_host_batch(0, real, true, tin, pitch_in, tout, pitch_out);
+        if (direct) {
+          busy += run_host_batch(0, real, true, reinterpret_cast<unsigned char*>(&in(0, y0, z)), brick_pitch, tout,
+                                 pitch_out, cnt);
+        } else {
+          for (int r = 0; r < cnt; ++r) std::memcpy(tin + r * pitch_in, &in(0, y0 + r, z), row_in);
+          if (cnt < batch_) std::memset(tin + cnt * pitch_in, 0, (batch_ - cnt) * pitch_in);
+          busy += run_host_batch(0, real, true, tin, pitch_in, tout, pitch_out);
+        }
         copy_tiled(cnt, m0_, reinterpret_cast<const Complex*>(tout), out_pitch, 1, p + y0, 1, ny);
       }
       // The plane's y-lines: batches of consecutive kx, back to back as the batch plan wants them.
@@ -230,6 +241,10 @@ void FftPlan<T>::slab_backward(const Complex* spectrum, const StridedView<E>& ou
   const std::int64_t in_pitch = static_cast<std::int64_t>(pitch_in / sizeof(Complex));
   const std::size_t ypitch = static_cast<std::size_t>(ny) * sizeof(Complex);
   const int ybatches = (m0_ + batch_ - 1) / batch_;
+  // A one-line x plan writes the brick's rows where they lie when they keep FFTW's alignment.
+  const std::size_t brick_pitch = static_cast<std::size_t>(out.s1) * sizeof(E);
+  const bool direct = host_lines_in_place(1, &out(0, 0, zlo), brick_pitch) &&
+                      host_lines_in_place(1, &out(0, 0, zlo), static_cast<std::size_t>(out.s2) * sizeof(E));
   pass_compute_ = 0;
 #pragma omp parallel num_threads(std::min(max_threads(), scratch_threads_))
   {
@@ -259,6 +274,11 @@ void FftPlan<T>::slab_backward(const Complex* spectrum, const StridedView<E>& ou
         const int cnt = std::min(batch_, ny - y0);
         auto* ti = reinterpret_cast<Complex*>(tin);
         copy_tiled(cnt, m0_, p + y0, 1, ny, ti, in_pitch, 1);
+        if (direct) {
+          busy += run_host_batch(1, real, false, tin, pitch_in, reinterpret_cast<unsigned char*>(&out(0, y0, z)),
+                                 brick_pitch, cnt);
+          continue;
+        }
         if (cnt < batch_) std::memset(tin + cnt * pitch_in, 0, (batch_ - cnt) * pitch_in);
         busy += run_host_batch(1, real, false, tin, pitch_in, tout, pitch_out);
         for (int r = 0; r < cnt; ++r) std::memcpy(&out(0, y0 + r, z), tout + r * pitch_out, row_out);
