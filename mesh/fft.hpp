@@ -192,6 +192,20 @@ class FftPlan {
   void slab_forward(const StridedView<E>& in, Complex* spectrum);
   template <class E>
   void slab_backward(const Complex* spectrum, const StridedView<E>& out);
+  void slab_exchange(bool reverse);
+  void end_slab_pass(double t0);  // a pass's compute and wall time to the counters
+  // This OpenMP thread's scratch: a batch in and out, and its two planes of y-lines.
+  struct SlabScratch {
+    unsigned char *tin, *tout;
+    Complex *p, *q;
+  };
+  SlabScratch slab_scratch() const;
+  // Whether plan p (a one-line x plan) can read or write the rows of v where they lie: every row and
+  // every plane's first row at FFTW's alignment.
+  template <class E>
+  bool rows_in_place(int p, const StridedView<E>& v, int z) const;
+  // The block of the one transpose's messages for member m: this rank's own in the receive buffer.
+  Complex* slab_block(int m) const;
   StridedView<Complex> stage_view(int s, Complex* data) const;
   StridedView<T> real_view(T* data) const;  // the x stage's real lines
   void check_spectral(const Buffer<Complex>& b, const char* what) const;

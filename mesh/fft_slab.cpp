@@ -73,6 +73,55 @@ void FftPlan<T>::make_slab() {
 }
 
 template <class T>
+typename FftPlan<T>::SlabScratch FftPlan<T>::slab_scratch() const {
+  const auto th = static_cast<std::size_t>(this_thread());
+  unsigned char* tin = scratch_.data() + th * scratch_slot_;
+  auto* p = reinterpret_cast<Complex*>(planes_.data() + 2 * th * plane_bytes_);
+  return {tin, tin + scratch_slot_ / 2, p, p + plane_bytes_ / sizeof(Complex)};
+}
+
+template <class T>
+template <class E>
+bool FftPlan<T>::rows_in_place(int p, const StridedView<E>& v, int z) const {
+  const void* first = &v(0, 0, z);
+  return host_lines_in_place(p, first, static_cast<std::size_t>(v.s1) * sizeof(E)) &&
+         host_lines_in_place(p, first, static_cast<std::size_t>(v.s2) * sizeof(E));
+}
+
+template <class T>
+typename FftPlan<T>::Complex* FftPlan<T>::slab_block(int m) const {
+  const Transpose& t = y_to_z_;
+  const auto i = static_cast<std::size_t>(m);
+  return m == t.self ? reinterpret_cast<Complex*>(recv_.data()) + t.recv_displ[i]
+                     : reinterpret_cast<Complex*>(send_.data()) + t.send_displ[i];
+}
+
+template <class T>
+void FftPlan<T>::end_slab_pass(double t0) {
+  t_compute_ += pass_compute_;
+  t_lines_ += wall_seconds() - t0;
+}
+
+// The one transpose's exchange: forward from the send buffer to the receive buffer, reverse back
+// (this rank's own part never moves: it is written to, and read from, the receive buffer).
+template <class T>
+void FftPlan<T>::slab_exchange(bool reverse) {
+  const double t0 = wall_seconds();
+  const Transpose& t = y_to_z_;
+  if (t.send.size() > 1) {
+    void* s = reverse ? recv_.data() : send_.data();
+    void* r = reverse ? send_.data() : recv_.data();
+    const auto& sc = reverse ? t.recv_count_mpi : t.send_count_mpi;
+    const auto& sd = reverse ? t.recv_displ : t.send_displ;
+    const auto& rc = reverse ? t.send_count_mpi : t.recv_count_mpi;
+    const auto& rd = reverse ? t.send_displ : t.recv_displ;
+    mpi_check(MPI_Alltoallv(s, sc.data(), sd.data(), complex_type_, r, rc.data(), rd.data(), complex_type_, t.comm),
+              "MPI_Alltoallv (FFT transpose)");
+  }
+  t_transposes_ += wall_seconds() - t0;
+}
+
+template <class T>
 template <class E>
 void FftPlan<T>::slab_forward(const StridedView<E>& in, Complex* spectrum) {
   const bool real = kind_ == FftKind::real_to_complex;
@@ -80,7 +129,6 @@ void FftPlan<T>::slab_forward(const StridedView<E>& in, Complex* spectrum) {
   const int zlo = stage_[0].box.lo[2], zhi = stage_[0].box.hi[2];
   const Transpose& t = y_to_z_;
   const int members = static_cast<int>(t.send.size());
-  Complex* sbuf = reinterpret_cast<Complex*>(send_.data());
   Complex* rbuf = reinterpret_cast<Complex*>(recv_.data());
   // x-lines as in lines_into_transpose: a one-line plan takes each line at a 64-byte boundary.
   const std::size_t row_in = static_cast<std::size_t>(nx) * sizeof(E);
@@ -93,19 +141,16 @@ void FftPlan<T>::slab_forward(const StridedView<E>& in, Complex* spectrum) {
   // first row) keeps FFTW's alignment: no copy into the scratch (a real-to-complex or out-of-place
   // transform leaves its input as it was).
   const std::size_t brick_pitch = static_cast<std::size_t>(in.s1) * sizeof(E);
-  const bool direct = host_lines_in_place(0, &in(0, 0, zlo), brick_pitch) &&
-                      host_lines_in_place(0, &in(0, 0, zlo), static_cast<std::size_t>(in.s2) * sizeof(E));
+  const bool direct = rows_in_place(0, in, zlo);
 
   double t0 = wall_seconds();
   pass_compute_ = 0;
 #pragma omp parallel num_threads(std::min(max_threads(), scratch_threads_))
   {
     double busy = 0;
-    const auto th = static_cast<std::size_t>(this_thread());
-    unsigned char* tin = scratch_.data() + th * scratch_slot_;
-    unsigned char* tout = tin + scratch_slot_ / 2;
-    auto* p = reinterpret_cast<Complex*>(planes_.data() + 2 * th * plane_bytes_);
-    auto* q = reinterpret_cast<Complex*>(planes_.data() + (2 * th + 1) * plane_bytes_);
+    const SlabScratch w = slab_scratch();  // (not a structured binding: clang 14's OpenMP cannot capture one)
+    unsigned char *tin = w.tin, *tout = w.tout;
+    Complex *p = w.p, *q = w.q;
 #pragma omp for schedule(static)
     for (int z = zlo; z < zhi; ++z) {
       // The plane's x-lines, a batch of rows at a time, into p as y-lines.
@@ -132,24 +177,15 @@ void FftPlan<T>::slab_forward(const StridedView<E>& in, Complex* spectrum) {
         const Box& b = t.send[static_cast<std::size_t>(m)];
         if (b.empty()) continue;
         const int nky = b.size(1);
-        Complex* msg = (m == t.self ? rbuf + t.recv_displ[static_cast<std::size_t>(m)]
-                                    : sbuf + t.send_displ[static_cast<std::size_t>(m)]) +
-                       static_cast<std::int64_t>(m0_) * nky * (z - zlo);
+        Complex* msg = slab_block(m) + static_cast<std::int64_t>(m0_) * nky * (z - zlo);
         copy_tiled(nky, m0_, q + b.lo[1], 1, ny, msg, m0_, 1);
       }
     }
     add_compute(busy);
   }
-  t_compute_ += pass_compute_;
-  double t1 = wall_seconds();
-  t_lines_ += t1 - t0;
-
-  if (members > 1)
-    mpi_check(MPI_Alltoallv(sbuf, t.send_count_mpi.data(), t.send_displ.data(), complex_type_, rbuf,
-                            t.recv_count_mpi.data(), t.recv_displ.data(), complex_type_, t.comm),
-              "MPI_Alltoallv (FFT transpose)");
+  end_slab_pass(t0);
+  slab_exchange(false);
   t0 = wall_seconds();
-  t_transposes_ += t0 - t1;
 
   // The z-lines, a batch of consecutive spectral lines at a time: for each z their cells lie side
   // by side in the message from z's owner.
@@ -178,8 +214,7 @@ void FftPlan<T>::slab_forward(const StridedView<E>& in, Complex* spectrum) {
     }
     add_compute(busy);
   }
-  t_compute_ += pass_compute_;
-  t_lines_ += wall_seconds() - t0;
+  end_slab_pass(t0);
 }
 
 template <class T>
@@ -190,7 +225,6 @@ void FftPlan<T>::slab_backward(const Complex* spectrum, const StridedView<E>& ou
   const int zlo = stage_[0].box.lo[2], zhi = stage_[0].box.hi[2];
   const Transpose& t = y_to_z_;
   const int members = static_cast<int>(t.send.size());
-  Complex* sbuf = reinterpret_cast<Complex*>(send_.data());
   Complex* rbuf = reinterpret_cast<Complex*>(recv_.data());
 
   // The z-lines from the spectrum (read in place: a complex-to-complex transform out of place
@@ -221,16 +255,9 @@ void FftPlan<T>::slab_backward(const Complex* spectrum, const StridedView<E>& ou
     }
     add_compute(busy);
   }
-  t_compute_ += pass_compute_;
-  double t1 = wall_seconds();
-  t_lines_ += t1 - t0;
-
-  if (members > 1)
-    mpi_check(MPI_Alltoallv(rbuf, t.recv_count_mpi.data(), t.recv_displ.data(), complex_type_, sbuf,
-                            t.send_count_mpi.data(), t.send_displ.data(), complex_type_, t.comm),
-              "MPI_Alltoallv (FFT transpose)");
+  end_slab_pass(t0);
+  slab_exchange(true);
   t0 = wall_seconds();
-  t_transposes_ += t0 - t1;
 
   // Per z-plane: the messages into y-lines, the y-lines, then the x-lines a batch of rows at a time
   // into the caller's brick.
@@ -243,26 +270,21 @@ void FftPlan<T>::slab_backward(const Complex* spectrum, const StridedView<E>& ou
   const int ybatches = (m0_ + batch_ - 1) / batch_;
   // A one-line x plan writes the brick's rows where they lie when they keep FFTW's alignment.
   const std::size_t brick_pitch = static_cast<std::size_t>(out.s1) * sizeof(E);
-  const bool direct = host_lines_in_place(1, &out(0, 0, zlo), brick_pitch) &&
-                      host_lines_in_place(1, &out(0, 0, zlo), static_cast<std::size_t>(out.s2) * sizeof(E));
+  const bool direct = rows_in_place(1, out, zlo);
   pass_compute_ = 0;
 #pragma omp parallel num_threads(std::min(max_threads(), scratch_threads_))
   {
     double busy = 0;
-    const auto th = static_cast<std::size_t>(this_thread());
-    unsigned char* tin = scratch_.data() + th * scratch_slot_;
-    unsigned char* tout = tin + scratch_slot_ / 2;
-    auto* p = reinterpret_cast<Complex*>(planes_.data() + 2 * th * plane_bytes_);
-    auto* q = reinterpret_cast<Complex*>(planes_.data() + (2 * th + 1) * plane_bytes_);
+    const SlabScratch w = slab_scratch();  // (not a structured binding: clang 14's OpenMP cannot capture one)
+    unsigned char *tin = w.tin, *tout = w.tout;
+    Complex *p = w.p, *q = w.q;
 #pragma omp for schedule(static)
     for (int z = zlo; z < zhi; ++z) {
       for (int m = 0; m < members; ++m) {
         const Box& b = t.send[static_cast<std::size_t>(m)];
         if (b.empty()) continue;
         const int nky = b.size(1);
-        const Complex* msg = (m == t.self ? rbuf + t.recv_displ[static_cast<std::size_t>(m)]
-                                          : sbuf + t.send_displ[static_cast<std::size_t>(m)]) +
-                             static_cast<std::int64_t>(m0_) * nky * (z - zlo);
+        const Complex* msg = slab_block(m) + static_cast<std::int64_t>(m0_) * nky * (z - zlo);
         copy_tiled(nky, m0_, msg, m0_, 1, q + b.lo[1], 1, ny);
       }
       for (int b = 0; b < ybatches; ++b) {
@@ -286,12 +308,17 @@ void FftPlan<T>::slab_backward(const Complex* spectrum, const StridedView<E>& ou
     }
     add_compute(busy);
   }
-  t_compute_ += pass_compute_;
-  t_lines_ += wall_seconds() - t0;
+  end_slab_pass(t0);
 }
 
 #define CUMULUS_FFT_SLAB_MEMBERS(T)                                                                        \
   template void FftPlan<T>::make_slab();                                                                   \
+  template void FftPlan<T>::end_slab_pass(double);                                                         \
+  template typename FftPlan<T>::SlabScratch FftPlan<T>::slab_scratch() const;                              \
+  template bool FftPlan<T>::rows_in_place<T>(int, const StridedView<T>&, int) const;                      \
+  template bool FftPlan<T>::rows_in_place<FftComplex<T>>(int, const StridedView<FftComplex<T>>&, int) const; \
+  template FftComplex<T>* FftPlan<T>::slab_block(int) const;                                               \
+  template void FftPlan<T>::slab_exchange(bool);                                                           \
   template void FftPlan<T>::slab_forward<T>(const StridedView<T>&, FftComplex<T>*);                        \
   template void FftPlan<T>::slab_forward<FftComplex<T>>(const StridedView<FftComplex<T>>&, FftComplex<T>*); \
   template void FftPlan<T>::slab_backward<T>(const FftComplex<T>*, const StridedView<T>&);                 \
