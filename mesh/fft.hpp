@@ -160,6 +160,9 @@ class FftPlan {
   // Whether plan p runs one line at a time and every line `pitch` bytes apart from `first` is at
   // FFTW's SIMD alignment: it may then read (or write) them where they lie.
   bool host_lines_in_place(int p, const void* first, std::size_t pitch) const;
+  // The pitch of lines of `bytes` in a batch's scratch for plan p: exactly a line for a batch plan,
+  // the next 64-byte boundary for a one-line plan (each line at FFTW's alignment).
+  std::size_t host_pitch(int p, std::size_t bytes) const { return host_single_[p] ? (bytes + 63) / 64 * 64 : bytes; }
   // Adds the slowest thread's compute seconds of a parallel pass (called by each thread once).
   void add_compute(double seconds);
   // Host, 3D: stage s's lines from `in` (the stage's storage; real x-pencils for an r2c forward)

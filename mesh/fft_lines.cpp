@@ -374,9 +374,8 @@ void FftPlan<T>::lines_into_transpose(int s, bool forward, const void* in, const
   const std::int64_t batches_u = (nu + batch_ - 1) / batch_, work = batches_u * nw;
   const int plan = 2 * s + (forward ? 0 : 1);
   // A batch plan needs its lines back to back; a one-line plan takes each at a 64-byte boundary.
-  auto pitch = [&](std::size_t bytes) { return host_single_[plan] ? (bytes + 63) / 64 * 64 : bytes; };
-  const std::size_t pitch_in = pitch(static_cast<std::size_t>(len_in) * esize_in);
-  const std::size_t pitch_out = pitch(static_cast<std::size_t>(len_out) * sizeof(Complex));
+  const std::size_t pitch_in = host_pitch(plan, static_cast<std::size_t>(len_in) * esize_in);
+  const std::size_t pitch_out = host_pitch(plan, static_cast<std::size_t>(len_out) * sizeof(Complex));
   const std::int64_t out_pitch = static_cast<std::int64_t>(pitch_out / sizeof(Complex));
   const auto* base = static_cast<const unsigned char*>(in);
   pass_compute_ = 0;
@@ -440,7 +439,7 @@ void FftPlan<T>::lines_to_bricks(const StridedView<E>& out) {
   // complex result of a batch goes to scratch, then row by row into the caller's brick.
   const std::size_t pitch_in = static_cast<std::size_t>(real_out ? m0_ : n) * sizeof(Complex);
   const std::size_t row = static_cast<std::size_t>(n) * sizeof(E);
-  const std::size_t pitch_out = host_single_[plan] ? (row + 63) / 64 * 64 : row;
+  const std::size_t pitch_out = host_pitch(plan, row);
   const int ny = st.box.size(1), ylo = st.box.lo[1], zlo = st.box.lo[2];
   const std::int64_t batches = st.padded_lines / batch_;
   auto* in = reinterpret_cast<unsigned char*>(work_a_.data());

@@ -26,8 +26,6 @@ namespace {
 using fft_host::max_threads;
 using fft_host::this_thread;
 
-std::size_t round64(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
-
 // d[r * drs + c * dcs] = s[r * srs + c * scs] for r < rows, c < cols, in square blocks of one cache
 // line's worth of elements: where one side is contiguous along r and the other along c (a
 // transposition), a block reads whole cache lines on one side and writes whole lines on the other.
@@ -54,7 +52,7 @@ void FftPlan<T>::make_slab() {
   // Per thread, two planes of y-lines (P[kx * N1 + y], the kx padded to whole batches: the
   // padding lines are zero and their results never read), beside the fused passes' batch scratch.
   const std::size_t padded_m0 = static_cast<std::size_t>((m0_ + batch_ - 1) / batch_ * batch_);
-  plane_bytes_ = round64(padded_m0 * static_cast<std::size_t>(n_[1]) * sizeof(Complex));
+  plane_bytes_ = (padded_m0 * static_cast<std::size_t>(n_[1]) * sizeof(Complex) + 63) / 64 * 64;
   planes_ = Buffer<unsigned char>(Backend::host, 2 * plane_bytes_ * static_cast<std::size_t>(scratch_threads_),
                                   "fft.planes");
   std::memset(planes_.data(), 0, planes_.bytes());
@@ -130,10 +128,10 @@ void FftPlan<T>::slab_forward(const StridedView<E>& in, Complex* spectrum) {
   const Transpose& t = y_to_z_;
   const int members = static_cast<int>(t.send.size());
   Complex* rbuf = reinterpret_cast<Complex*>(recv_.data());
-  // x-lines as in lines_into_transpose: a one-line plan takes each line at a 64-byte boundary.
+  // x-lines as in lines_into_transpose (host_pitch: a one-line plan takes each line at a 64-byte boundary).
   const std::size_t row_in = static_cast<std::size_t>(nx) * sizeof(E);
-  const std::size_t pitch_in = host_single_[0] ? round64(row_in) : row_in;
-  const std::size_t pitch_out = host_single_[0] ? round64(m0_ * sizeof(Complex)) : m0_ * sizeof(Complex);
+  const std::size_t pitch_in = host_pitch(0, row_in);
+  const std::size_t pitch_out = host_pitch(0, m0_ * sizeof(Complex));
   const std::int64_t out_pitch = static_cast<std::int64_t>(pitch_out / sizeof(Complex));
   const std::size_t ypitch = static_cast<std::size_t>(ny) * sizeof(Complex);
   const int ybatches = (m0_ + batch_ - 1) / batch_;
@@ -193,6 +191,7 @@ void FftPlan<T>::slab_forward(const StridedView<E>& in, Complex* spectrum) {
   const std::int64_t lines = st.lines, batches = st.padded_lines / batch_;
   const std::size_t zpitch = static_cast<std::size_t>(nz) * sizeof(Complex);
   const std::int64_t* zb = z_base_.data();
+  constexpr int kLine = static_cast<int>(64 / sizeof(Complex));
   pass_compute_ = 0;
 #pragma omp parallel num_threads(std::min(max_threads(), scratch_threads_))
   {
@@ -202,9 +201,9 @@ void FftPlan<T>::slab_forward(const StridedView<E>& in, Complex* spectrum) {
     for (std::int64_t b = 0; b < batches; ++b) {
       const std::int64_t l0 = b * batch_;
       const int cnt = static_cast<int>(std::min<std::int64_t>(batch_, lines - l0));
-      // Four z at a time: a whole cache line of each of the batch's lines is written at once.
-      for (int z0 = 0; z0 < nz; z0 += 4) {
-        const int z1 = std::min(nz, z0 + 4);
+      // A cache line's worth of z at a time: a whole line of each of the batch's lines is written at once.
+      for (int z0 = 0; z0 < nz; z0 += kLine) {
+        const int z1 = std::min(nz, z0 + kLine);
         for (int r = 0; r < cnt; ++r)
           for (int z = z0; z < z1; ++z) tin[static_cast<std::int64_t>(r) * nz + z] = rbuf[zb[z] + l0 + r];
       }
@@ -233,6 +232,7 @@ void FftPlan<T>::slab_backward(const Complex* spectrum, const StridedView<E>& ou
   const std::int64_t lines = st.lines, batches = st.padded_lines / batch_;
   const std::size_t zpitch = static_cast<std::size_t>(nz) * sizeof(Complex);
   const std::int64_t* zb = z_base_.data();
+  constexpr int kLine = static_cast<int>(64 / sizeof(Complex));
   auto* spec = reinterpret_cast<unsigned char*>(const_cast<Complex*>(spectrum));
   double t0 = wall_seconds();
   pass_compute_ = 0;
@@ -247,8 +247,8 @@ void FftPlan<T>::slab_backward(const Complex* spectrum, const StridedView<E>& ou
       const std::int64_t l0 = b * batch_;
       const int cnt = static_cast<int>(std::min<std::int64_t>(batch_, lines - l0));
       busy += run_host_batch(5, false, false, spec + static_cast<std::size_t>(l0) * zpitch, zpitch, tout, zpitch);
-      for (int z0 = 0; z0 < nz; z0 += 4) {
-        const int z1 = std::min(nz, z0 + 4);
+      for (int z0 = 0; z0 < nz; z0 += kLine) {
+        const int z1 = std::min(nz, z0 + kLine);
         for (int r = 0; r < cnt; ++r)
           for (int z = z0; z < z1; ++z) rbuf[zb[z] + l0 + r] = o[static_cast<std::int64_t>(r) * nz + z];
       }
@@ -263,8 +263,8 @@ void FftPlan<T>::slab_backward(const Complex* spectrum, const StridedView<E>& ou
   // into the caller's brick.
   const std::size_t row_in = static_cast<std::size_t>(m0_) * sizeof(Complex);
   const std::size_t row_out = static_cast<std::size_t>(nx) * sizeof(E);
-  const std::size_t pitch_in = host_single_[1] ? round64(row_in) : row_in;
-  const std::size_t pitch_out = host_single_[1] ? round64(row_out) : row_out;
+  const std::size_t pitch_in = host_pitch(1, row_in);
+  const std::size_t pitch_out = host_pitch(1, row_out);
   const std::int64_t in_pitch = static_cast<std::int64_t>(pitch_in / sizeof(Complex));
   const std::size_t ypitch = static_cast<std::size_t>(ny) * sizeof(Complex);
   const int ybatches = (m0_ + batch_ - 1) / batch_;

@@ -392,6 +392,28 @@ TEST(FftPlanChoice, SlabWhenPossibleElsePencils) {
   EXPECT_EQ((FftPlan<double>::choose_grid({64, 48, 1}, FftKind::real_to_complex, 6)), (FftProcessGrid{6, 1}));
 }
 
+// The host slab path (fft_slab.cpp) is taken exactly where it applies: whole x- and y-lines on
+// every rank (P1 = 1) and bricks that are the x-pencils (z-slabs); never on pencils, with other
+// bricks, or in 2D. FftBitwise checks that it gives the general path's bits.
+TEST(FftPlanChoice, SlabPathWhereItApplies) {
+  const Comm comm = Comm::world();
+  const Exec ex = Exec::host();
+  const Index3 n{16, 12, 24};
+  const CartesianDecomposition zslabs(n, {true, true, true}, comm.size(), 3, 1, {1, 1, comm.size()});
+  EXPECT_TRUE((FftPlan<double>(zslabs, comm, ex, FftKind::real_to_complex).plane_at_a_time()));
+  EXPECT_TRUE((FftPlan<float>(zslabs, comm, ex, FftKind::complex_to_complex).plane_at_a_time()));
+  if (comm.size() > 1) {
+    const CartesianDecomposition xslabs(n, {true, true, true}, comm.size(), 3, 1, {comm.size(), 1, 1});
+    EXPECT_FALSE((FftPlan<double>(xslabs, comm, ex, FftKind::real_to_complex).plane_at_a_time()));
+    EXPECT_FALSE((FftPlan<double>(zslabs, comm, ex, FftKind::real_to_complex, {comm.size(), 1}).plane_at_a_time()));
+    // y-slab bricks on a P1 = ranks grid are that grid's x-pencils, but the y-lines are split.
+    const CartesianDecomposition yslabs(n, {true, true, true}, comm.size(), 3, 1, {1, comm.size(), 1});
+    EXPECT_FALSE((FftPlan<double>(yslabs, comm, ex, FftKind::real_to_complex, {comm.size(), 1}).plane_at_a_time()));
+  }
+  const CartesianDecomposition flat({16, 12, 1}, {true, true, true}, comm.size(), 2);
+  EXPECT_FALSE((FftPlan<double>(flat, comm, ex, FftKind::real_to_complex).plane_at_a_time()));
+}
+
 TEST(FftPlanChoice, BadSetupsNameTheSizes) {
   auto message = [](auto f) {
     try {
