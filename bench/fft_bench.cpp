@@ -35,6 +35,7 @@
 
 #include "core/comm.hpp"
 #include "core/error.hpp"
+#include "core/strings.hpp"
 #include "core/timers.hpp"
 #include "mesh/fft.hpp"
 
@@ -128,6 +129,32 @@ double copy_bandwidth(const Comm& comm, std::int64_t n, int rounds) {
   return static_cast<double>(comm.sum(16 * n)) / best;
 }
 
+// One cumulus plan's best forward + backward pair, and of it the time in FFTW's execute calls and
+// in the transposes' exchanges (the slowest rank's, in the best round).
+struct PlanTiming {
+  double best = 1e300, compute = 0, exchanges = 0;
+};
+
+PlanTiming time_plan(FftPlan<double>& plan, const Field<double>& u, Field<double>& v, Buffer<FftComplex<double>>& spec,
+                     const Comm& comm, const Options& o) {
+  plan.forward(u.view(), spec);  // warm-up: first touch of every buffer
+  plan.backward(spec, v.view());
+  PlanTiming pt;
+  for (int r = 0; r < o.rounds; ++r) {
+    comm.barrier();
+    const double t0 = wall_seconds(), tc0 = plan.seconds_line_compute(), tx0 = plan.seconds_transposes();
+    for (int n = 0; n < o.reps; ++n) {
+      plan.forward(u.view(), spec);
+      plan.backward(spec, v.view());
+    }
+    const double t = comm.max((wall_seconds() - t0) / o.reps);
+    const double tc = comm.max((plan.seconds_line_compute() - tc0) / o.reps);
+    const double tx = comm.max((plan.seconds_transposes() - tx0) / o.reps);
+    if (t < pt.best) pt = {t, tc, tx};
+  }
+  return pt;
+}
+
 void run_size(int N, const Comm& comm, const Options& o) {
   const int P = comm.size(), threads = omp_get_max_threads();
   const Exec ex = Exec::host();
@@ -142,31 +169,23 @@ void run_size(int N, const Comm& comm, const Options& o) {
     for (int j = box.lo[1]; j < box.hi[1]; ++j)
       for (int i = box.lo[0]; i < box.hi[0]; ++i) uv(i, j, k) = field_value(i, j, k);
   auto spec = plan.make_spectral_buffer();
-  plan.forward(u.view(), spec);  // warm-up: first touch of every buffer
-  plan.backward(spec, v.view());
-
-  double best = 1e300, compute = 0, exchanges = 0;
-  for (int r = 0; r < o.rounds; ++r) {
-    comm.barrier();
-    const double t0 = wall_seconds(), tc0 = plan.seconds_line_compute(), tx0 = plan.seconds_transposes();
-    for (int n = 0; n < o.reps; ++n) {
-      plan.forward(u.view(), spec);
-      plan.backward(spec, v.view());
-    }
-    const double t = comm.max((wall_seconds() - t0) / o.reps);
-    const double tc = comm.max((plan.seconds_line_compute() - tc0) / o.reps);
-    const double tx = comm.max((plan.seconds_transposes() - tx0) / o.reps);
-    if (t < best) {
-      best = t;
-      compute = tc;
-      exchanges = tx;
-    }
+  const PlanTiming pt = time_plan(plan, u, v, spec, comm, o);
+  const double best = pt.best, compute = pt.compute, exchanges = pt.exchanges;
+  // The same transform with the transpose as MPI messages (force_staging), the path between nodes:
+  // what the shared-memory transpose gains, measured beside it.
+  double messages = 0;
+  if (plan.shared_memory_transpose()) {
+    FftPlan<double> mp(d, comm, ex, FftKind::real_to_complex, {}, true);
+    auto mspec = mp.make_spectral_buffer();
+    messages = time_plan(mp, u, v, mspec, comm, o).best;
   }
+  plan.forward(u.view(), spec);  // the spectrum for the checksum below
   // The moving of data: all of a transform but FFTW's execute calls (the gathers into and
   // scatters out of each batch, the exchanges with MPI's own copies, the unpacking, any copy to or
   // from the bricks). Its effective bandwidth counts each transpose's data once, as STREAM counts a
   // copy (read once, written once), forward and backward: 1.0 would mean all that movement costs
-  // one plain copy of the data per transpose, the least a transpose-based transform can move.
+  // one plain copy of the data per transpose, the least a transpose-based transform can move
+  // through memory apart from its line transforms (more than 1.0: some of it hidden behind them).
   const double movement = std::max(best - compute, 1e-12);
   const double moved = static_cast<double>(comm.sum(plan.bytes_transposed_per_transform()));
   const double movement_bw = 2.0 * 2.0 * moved / movement;
@@ -182,10 +201,14 @@ void run_size(int N, const Comm& comm, const Options& o) {
         "  data movement    %9.2f ms = %.0f %% of the time; %.2f GB/s effective = %.2f of a memory copy (%.2f GB/s, "
         "same run)\n",
         movement * 1e3, 100 * movement / best, movement_bw / 1e9, movement_bw / copy_bw, copy_bw / 1e9);
-    std::printf(
-        "    of which exchanges %6.2f ms (MPI_Alltoallv with MPI's copies, the unpacking, copies between bricks and "
-        "pencils)\n",
-        exchanges * 1e3);
+    std::printf("    of which exchanges %6.2f ms (%s)\n", exchanges * 1e3,
+                plan.shared_memory_transpose()
+                    ? "the barriers of the shared-memory transpose, waiting for the slowest rank"
+                    : "MPI_Alltoallv with MPI's copies, the unpacking, copies between bricks and pencils");
+    if (messages > 0)
+      std::printf("  cumulus, messages %8.2f ms   the transpose as MPI_Alltoallv messages (between nodes): shared "
+                  "memory is %.2fx faster\n",
+                  messages * 1e3, messages / best);
   }
 
   // Checksum: sum of |u_hat|^2 over the stored half-spectrum (compared with FFTW-MPI's below).
@@ -228,10 +251,10 @@ void run_size(int N, const Comm& comm, const Options& o) {
       });
       if (comm.is_root())
         std::printf(
-            "  FFTW-MPI slabs   %9.2f ms   speed ratio cumulus / FFTW-MPI = %.2f   (%s, planning %.1f s; "
+            "  FFTW-MPI slabs   %9.2f ms   speed ratio cumulus / FFTW-MPI = %.2f%s   (%s, planning %.1f s; "
             "checksum agreement %.1e)\n",
-            t * 1e3, t / best, flags == FFTW_MEASURE ? "FFTW_MEASURE" : "FFTW_ESTIMATE", planning,
-            std::abs(ours_sum - peer_sum) / peer_sum);
+            t * 1e3, t / best, messages > 0 ? strprintf(" (with messages %.2f)", t / messages).c_str() : "",
+            flags == FFTW_MEASURE ? "FFTW_MEASURE" : "FFTW_ESTIMATE", planning, std::abs(ours_sum - peer_sum) / peer_sum);
       fftw_destroy_plan(pf);
       fftw_destroy_plan(pb);
       fftw_free(in);

@@ -124,7 +124,7 @@ FftPlan<T>::FftPlan(const CartesianDecomposition& bricks, const Comm& comm, cons
     recv_host_ = memory::allocate_pinned(recv_.bytes());
   }
   make_line_plans();
-  make_slab();
+  make_slab(force_staging);
   std::size_t members = 1;
   for (const Transpose* t : {&to_pencils_, &x_to_y_, &y_to_z_}) members = std::max(members, t->send.size());
   to_views_.resize(members);
@@ -138,6 +138,10 @@ FftPlan<T>::~FftPlan() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
+  if (shared_win_ != MPI_WIN_NULL) {
+    MPI_Win_unlock_all(shared_win_);
+    MPI_Win_free(&shared_win_);
+  }
   if (row_ != MPI_COMM_NULL) MPI_Comm_free(&row_);
   if (col_ != MPI_COMM_NULL) MPI_Comm_free(&col_);
   if (real_type_ != MPI_DATATYPE_NULL) MPI_Type_free(&real_type_);
@@ -584,7 +588,9 @@ std::string FftPlan<T>::describe() const {
     shape = strprintf("%d ranks along y (x-pencils), then along kx (y-pencils: the spectrum)", grid_.p1);
   else if (grid_.p1 == 1 || grid_.p2 == 1)
     shape = comm_.size() == 1 ? std::string("one rank: the transposes are local copies")
-                              : strprintf("slabs: %d x %d process grid, one transpose through MPI", grid_.p1, grid_.p2);
+                              : strprintf("slabs: %d x %d process grid, one transpose %s", grid_.p1, grid_.p2,
+                                          shared_memory_transpose() ? "through this node's shared memory (no MPI messages)"
+                                                                    : "through MPI");
   else
     shape = strprintf("pencils: %d x %d process grid (x-lines split y by %d and z by %d; the spectrum in z-pencils)",
                       grid_.p1, grid_.p2, grid_.p1, grid_.p2);

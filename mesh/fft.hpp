@@ -48,8 +48,9 @@ class FftPlan {
   using Complex = FftComplex<T>;
 
   // For fields on `bricks` (its rank count must be comm.size()). `grid` forces the process grid;
-  // `force_staging` sends through host buffers even where MPI could read the backend's memory
-  // (so that the staging path device data takes is tested anywhere). Throws InputError for a size
+  // `force_staging` sends every transpose as MPI messages through host buffers even where a faster
+  // path exists (MPI reading the device's memory; on the host slab path, ranks of one node writing
+  // each other's receive buffers), so that the portable path is tested anywhere. Throws InputError for a size
   // that is not positive, a grid with fewer cells along an axis than the process grid splits it
   // into, or one that does not fit the node's memory; every buffer and 1D plan is made here.
   FftPlan(const CartesianDecomposition& bricks, const Comm& comm, const Exec& exec, FftKind kind,
@@ -90,8 +91,10 @@ class FftPlan {
   FftProcessGrid process_grid() const { return grid_; }
   bool slab() const { return n_[2] > 1 && (grid_.p1 == 1 || grid_.p2 == 1); }
   bool staged() const { return staged_; }
-  // Whether the host slab path runs (fft_slab.cpp: x- and y-lines a z-plane at a time).
+  // Whether the host slab path runs (fft_slab.cpp: x- and y-lines a z-plane at a time), and whether
+  // its transpose goes through one node's shared memory (no MPI messages: see make_slab).
   bool plane_at_a_time() const { return slab_; }
+  bool shared_memory_transpose() const { return shared_win_ != MPI_WIN_NULL; }
   int lines_per_batch() const { return batch_; }
   std::string describe() const;
 
@@ -190,7 +193,12 @@ class FftPlan {
   // Host slab path (fft_slab.cpp): with whole x- and y-lines on every rank (P1 = 1) and the bricks
   // the x-pencils, the x- and y-lines a z-plane at a time in cache and straight into the one
   // transpose's messages, the z-lines straight from them: two passes over memory a direction.
-  void make_slab();
+  void make_slab(bool force_messages);
+  // Where every member of the one transpose is on this node: its receive buffers in one MPI shared
+  // window, each rank writing (forward) and reading (backward) its blocks in the others' directly.
+  void make_shared_transpose();
+  void shared_fence() const;  // every member's writes to the window visible to all (a barrier)
+  void slab_enter();          // before a transform's first write: the others done reading (shared memory)
   template <class E>
   void slab_forward(const StridedView<E>& in, Complex* spectrum);
   template <class E>
@@ -207,7 +215,8 @@ class FftPlan {
   // every plane's first row at FFTW's alignment.
   template <class E>
   bool rows_in_place(int p, const StridedView<E>& v, int z) const;
-  // The block of the one transpose's messages for member m: this rank's own in the receive buffer.
+  // The block of the one transpose's messages for member m: this rank's own in the receive buffer;
+  // in shared memory, the block in member m's receive buffer that this rank writes or reads.
   Complex* slab_block(int m) const;
   StridedView<Complex> stage_view(int s, Complex* data) const;
   StridedView<T> real_view(T* data) const;  // the x stage's real lines
@@ -259,6 +268,11 @@ class FftPlan {
   Buffer<unsigned char> planes_;
   std::size_t plane_bytes_ = 0;
   std::vector<std::int64_t> z_base_;
+  // The transpose's receive buffer (recv_, or this rank's segment of the shared window) and, in
+  // shared memory, the window and per member the block this rank exchanges with it.
+  Complex* slab_recv_ = nullptr;
+  MPI_Win shared_win_ = MPI_WIN_NULL;
+  std::vector<Complex*> peer_blocks_;
 };
 
 extern template class FftPlan<double>;

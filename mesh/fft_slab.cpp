@@ -8,6 +8,12 @@
 //             arrived, written to the spectrum.
 //   backward: the same in reverse.
 //
+// Where all ranks of the transpose share one node (one GPU server's ranks, the common case), the
+// receive buffers are one MPI shared-memory window and the exchange is no copy at all: the forward
+// pass writes each block straight into its receiver's buffer and the backward pass reads it from
+// there, a barrier between (make_shared_transpose). Otherwise, and with force_staging, the blocks
+// travel as MPI_Alltoallv messages.
+//
 // The general path (fft_lines.cpp, fft.cpp) writes the whole slab out between the x and the y stage
 // and unpacks the messages before the z stage: four passes over memory and an unpacking. Here every
 // line still goes through the same plan on the same contiguous values, so the spectrum has the same
@@ -46,9 +52,11 @@ void copy_tiled(int rows, int cols, const E* s, std::int64_t srs, std::int64_t s
 }  // namespace
 
 template <class T>
-void FftPlan<T>::make_slab() {
+void FftPlan<T>::make_slab(bool force_messages) {
   slab_ = !exec_.is_cuda() && last_stage() == 2 && grid_.p1 == 1 && in_place_;
   if (!slab_) return;
+  slab_recv_ = reinterpret_cast<Complex*>(recv_.data());
+  if (!force_messages && y_to_z_.send.size() > 1) make_shared_transpose();
   // Per thread, two planes of y-lines (P[kx * N1 + y], the kx padded to whole batches: the
   // padding lines are zero and their results never read), beside the fused passes' batch scratch.
   const std::size_t padded_m0 = static_cast<std::size_t>((m0_ + batch_ - 1) / batch_ * batch_);
@@ -71,6 +79,76 @@ void FftPlan<T>::make_slab() {
 }
 
 template <class T>
+void FftPlan<T>::make_shared_transpose() {
+  const Transpose& t = y_to_z_;
+  const int members = static_cast<int>(t.send.size());
+  // Decided alike on every member: all of them on this node, and the window allocated everywhere.
+  MPI_Comm node = MPI_COMM_NULL;
+  mpi_check(MPI_Comm_split_type(t.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type (FFT)");
+  int on_node = 0, all = 0;
+  mpi_check(MPI_Comm_size(node, &on_node), "MPI_Comm_size");
+  MPI_Comm_free(&node);
+  int one_node = on_node == members ? 1 : 0;
+  mpi_check(MPI_Allreduce(&one_node, &all, 1, MPI_INT, MPI_MIN, t.comm), "MPI_Allreduce (FFT shared memory)");
+  if (all == 0) return;
+  // Each member's segment in its own pages (first touched by it, so on its NUMA node).
+  MPI_Info info = MPI_INFO_NULL;
+  mpi_check(MPI_Info_create(&info), "MPI_Info_create");
+  MPI_Info_set(info, "alloc_shared_noncontig", "true");
+  void* base = nullptr;
+  MPI_Win win = MPI_WIN_NULL;
+  const auto bytes = static_cast<MPI_Aint>(std::max<std::int64_t>(1, t.recv_total) * sizeof(Complex));
+  const int rc = MPI_Win_allocate_shared(bytes, static_cast<int>(sizeof(Complex)), info, t.comm, &base, &win);
+  MPI_Info_free(&info);
+  // A node whose shared-memory file system cannot hold the window (a container's small /dev/shm)
+  // keeps the messages.
+  int ok = rc == MPI_SUCCESS ? 1 : 0;
+  mpi_check(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, t.comm), "MPI_Allreduce (FFT shared memory)");
+  if (ok == 0) {
+    if (rc == MPI_SUCCESS) MPI_Win_free(&win);
+    return;
+  }
+  shared_win_ = win;
+  mpi_check(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN), "MPI_Win_set_errhandler");
+  mpi_check(MPI_Win_lock_all(MPI_MODE_NOCHECK, win), "MPI_Win_lock_all (FFT)");
+  std::memset(base, 0, static_cast<std::size_t>(bytes));
+  slab_recv_ = static_cast<Complex*>(base);
+  // Where this rank's block lies in each member's receive buffer: member m's recv_displ[this rank].
+  std::vector<int> at(static_cast<std::size_t>(members));
+  mpi_check(MPI_Alltoall(t.recv_displ.data(), 1, MPI_INT, at.data(), 1, MPI_INT, t.comm), "MPI_Alltoall (FFT)");
+  peer_blocks_.resize(static_cast<std::size_t>(members));
+  for (int m = 0; m < members; ++m) {
+    MPI_Aint size = 0;
+    int unit = 0;
+    void* seg = nullptr;
+    mpi_check(MPI_Win_shared_query(win, m, &size, &unit, &seg), "MPI_Win_shared_query (FFT)");
+    peer_blocks_[static_cast<std::size_t>(m)] = static_cast<Complex*>(seg) + at[static_cast<std::size_t>(m)];
+  }
+  // The messages' buffers are not needed on this path.
+  send_ = Buffer<unsigned char>();
+  recv_ = Buffer<unsigned char>();
+}
+
+// Every member's writes into the window are complete and visible before any member reads on:
+// MPI's memory-model pattern for a shared window in a passive epoch (sync, barrier, sync).
+template <class T>
+void FftPlan<T>::shared_fence() const {
+  mpi_check(MPI_Win_sync(shared_win_), "MPI_Win_sync (FFT)");
+  mpi_check(MPI_Barrier(y_to_z_.comm), "MPI_Barrier (FFT)");
+  mpi_check(MPI_Win_sync(shared_win_), "MPI_Win_sync (FFT)");
+}
+
+// Before a transform writes into the receive buffers: in shared memory, every member done reading
+// them in the previous transform (its z-lines forward, its y-lines backward).
+template <class T>
+void FftPlan<T>::slab_enter() {
+  if (shared_win_ == MPI_WIN_NULL) return;
+  const double t0 = wall_seconds();
+  shared_fence();
+  t_transposes_ += wall_seconds() - t0;
+}
+
+template <class T>
 typename FftPlan<T>::SlabScratch FftPlan<T>::slab_scratch() const {
   const auto th = static_cast<std::size_t>(this_thread());
   unsigned char* tin = scratch_.data() + th * scratch_slot_;
@@ -90,7 +168,8 @@ template <class T>
 typename FftPlan<T>::Complex* FftPlan<T>::slab_block(int m) const {
   const Transpose& t = y_to_z_;
   const auto i = static_cast<std::size_t>(m);
-  return m == t.self ? reinterpret_cast<Complex*>(recv_.data()) + t.recv_displ[i]
+  if (shared_win_ != MPI_WIN_NULL) return peer_blocks_[i];
+  return m == t.self ? slab_recv_ + t.recv_displ[i]
                      : reinterpret_cast<Complex*>(send_.data()) + t.send_displ[i];
 }
 
@@ -101,12 +180,15 @@ void FftPlan<T>::end_slab_pass(double t0) {
 }
 
 // The one transpose's exchange: forward from the send buffer to the receive buffer, reverse back
-// (this rank's own part never moves: it is written to, and read from, the receive buffer).
+// (this rank's own part never moves: it is written to, and read from, the receive buffer). In
+// shared memory the blocks are already where they are read: only the fence.
 template <class T>
 void FftPlan<T>::slab_exchange(bool reverse) {
   const double t0 = wall_seconds();
   const Transpose& t = y_to_z_;
-  if (t.send.size() > 1) {
+  if (shared_win_ != MPI_WIN_NULL) {
+    shared_fence();
+  } else if (t.send.size() > 1) {
     void* s = reverse ? recv_.data() : send_.data();
     void* r = reverse ? send_.data() : recv_.data();
     const auto& sc = reverse ? t.recv_count_mpi : t.send_count_mpi;
@@ -127,7 +209,7 @@ void FftPlan<T>::slab_forward(const StridedView<E>& in, Complex* spectrum) {
   const int zlo = stage_[0].box.lo[2], zhi = stage_[0].box.hi[2];
   const Transpose& t = y_to_z_;
   const int members = static_cast<int>(t.send.size());
-  Complex* rbuf = reinterpret_cast<Complex*>(recv_.data());
+  Complex* rbuf = slab_recv_;
   // x-lines as in lines_into_transpose (host_pitch: a one-line plan takes each line at a 64-byte boundary).
   const std::size_t row_in = static_cast<std::size_t>(nx) * sizeof(E);
   const std::size_t pitch_in = host_pitch(0, row_in);
@@ -141,6 +223,7 @@ void FftPlan<T>::slab_forward(const StridedView<E>& in, Complex* spectrum) {
   const std::size_t brick_pitch = static_cast<std::size_t>(in.s1) * sizeof(E);
   const bool direct = rows_in_place(0, in, zlo);
 
+  slab_enter();
   double t0 = wall_seconds();
   pass_compute_ = 0;
 #pragma omp parallel num_threads(std::min(max_threads(), scratch_threads_))
@@ -224,7 +307,7 @@ void FftPlan<T>::slab_backward(const Complex* spectrum, const StridedView<E>& ou
   const int zlo = stage_[0].box.lo[2], zhi = stage_[0].box.hi[2];
   const Transpose& t = y_to_z_;
   const int members = static_cast<int>(t.send.size());
-  Complex* rbuf = reinterpret_cast<Complex*>(recv_.data());
+  Complex* rbuf = slab_recv_;
 
   // The z-lines from the spectrum (read in place: a complex-to-complex transform out of place
   // leaves its input as it was), scattered into the messages to z's owners.
@@ -234,6 +317,7 @@ void FftPlan<T>::slab_backward(const Complex* spectrum, const StridedView<E>& ou
   const std::int64_t* zb = z_base_.data();
   constexpr int kLine = static_cast<int>(64 / sizeof(Complex));
   auto* spec = reinterpret_cast<unsigned char*>(const_cast<Complex*>(spectrum));
+  slab_enter();
   double t0 = wall_seconds();
   pass_compute_ = 0;
 #pragma omp parallel num_threads(std::min(max_threads(), scratch_threads_))
@@ -312,7 +396,10 @@ void FftPlan<T>::slab_backward(const Complex* spectrum, const StridedView<E>& ou
 }
 
 #define CUMULUS_FFT_SLAB_MEMBERS(T)                                                                        \
-  template void FftPlan<T>::make_slab();                                                                   \
+  template void FftPlan<T>::make_slab(bool);                                                               \
+  template void FftPlan<T>::make_shared_transpose();                                                       \
+  template void FftPlan<T>::shared_fence() const;                                                          \
+  template void FftPlan<T>::slab_enter();                                                                  \
   template void FftPlan<T>::end_slab_pass(double);                                                         \
   template typename FftPlan<T>::SlabScratch FftPlan<T>::slab_scratch() const;                              \
   template bool FftPlan<T>::rows_in_place<T>(int, const StridedView<T>&, int) const;                      \

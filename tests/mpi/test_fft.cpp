@@ -358,6 +358,8 @@ void check_bitwise() {
     for (const FftProcessGrid g : FftPlan<T>::feasible_grids(c.n, kind, comm.size())) {
       if (c.ndim == 3 && g.p1 == 1 && c.n[2] >= comm.size()) {
         EXPECT_EQ((bitwise_case<T, E>(c, comm, g, {1, 1, comm.size()}, false)), 0) << what << " z-slab bricks";
+        // The slab path's transpose as MPI messages (between nodes) rather than in shared memory.
+        EXPECT_EQ((bitwise_case<T, E>(c, comm, g, {1, 1, comm.size()}, true)), 0) << what << " z-slab bricks, messages";
       }
     }
     // Bricks split over y and z unlike the pencils, so that on some ranks (6 ranks: rank 0 of an
@@ -402,6 +404,17 @@ TEST(FftPlanChoice, SlabPathWhereItApplies) {
   const CartesianDecomposition zslabs(n, {true, true, true}, comm.size(), 3, 1, {1, 1, comm.size()});
   EXPECT_TRUE((FftPlan<double>(zslabs, comm, ex, FftKind::real_to_complex).plane_at_a_time()));
   EXPECT_TRUE((FftPlan<float>(zslabs, comm, ex, FftKind::complex_to_complex).plane_at_a_time()));
+  // Its transpose in shared memory where every rank is on this node (as here), as MPI messages
+  // when forced (force_staging) and on one rank (no transpose between ranks at all).
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(comm.raw(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int on_node = 0;
+  MPI_Comm_size(node, &on_node);
+  MPI_Comm_free(&node);
+  const bool one_node = comm.min(on_node == comm.size() ? 1.0 : 0.0) == 1.0;
+  EXPECT_EQ((FftPlan<double>(zslabs, comm, ex, FftKind::real_to_complex).shared_memory_transpose()),
+            comm.size() > 1 && one_node);
+  EXPECT_FALSE((FftPlan<double>(zslabs, comm, ex, FftKind::real_to_complex, {}, true).shared_memory_transpose()));
   if (comm.size() > 1) {
     const CartesianDecomposition xslabs(n, {true, true, true}, comm.size(), 3, 1, {comm.size(), 1, 1});
     EXPECT_FALSE((FftPlan<double>(xslabs, comm, ex, FftKind::real_to_complex).plane_at_a_time()));
