@@ -254,7 +254,8 @@ void run_size(int N, const Comm& comm, const Options& o) {
             "  FFTW-MPI slabs   %9.2f ms   speed ratio cumulus / FFTW-MPI = %.2f%s   (%s, planning %.1f s; "
             "checksum agreement %.1e)\n",
             t * 1e3, t / best, messages > 0 ? strprintf(" (with messages %.2f)", t / messages).c_str() : "",
-            flags == FFTW_MEASURE ? "FFTW_MEASURE" : "FFTW_ESTIMATE", planning, std::abs(ours_sum - peer_sum) / peer_sum);
+            flags == FFTW_MEASURE ? "FFTW_MEASURE" : "FFTW_ESTIMATE", planning,
+            std::abs(ours_sum - peer_sum) / peer_sum);
       fftw_destroy_plan(pf);
       fftw_destroy_plan(pb);
       fftw_free(in);

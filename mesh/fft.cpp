@@ -4,6 +4,7 @@
 #include "mesh/fft.hpp"
 
 #include <algorithm>
+#include <exception>
 #include <cstdlib>
 #include <climits>
 #include <cmath>
@@ -138,7 +139,10 @@ FftPlan<T>::~FftPlan() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
-  if (shared_win_ != MPI_WIN_NULL) {
+  // Freeing a window is collective (Open MPI waits in a barrier): a plan destroyed while an error
+  // unwinds on this rank alone would hang the job that main() is about to abort. MPI_Finalize
+  // releases a window left as it is.
+  if (shared_win_ != MPI_WIN_NULL && std::uncaught_exceptions() == 0) {
     MPI_Win_unlock_all(shared_win_);
     MPI_Win_free(&shared_win_);
   }

@@ -18,7 +18,10 @@
 // and unpacks the messages before the z stage: four passes over memory and an unpacking. Here every
 // line still goes through the same plan on the same contiguous values, so the spectrum has the same
 // bits as on the general path, at every rank count (tests/mpi/test_fft.cpp compares them).
+#include <sys/statvfs.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/timers.hpp"
@@ -88,7 +91,19 @@ void FftPlan<T>::make_shared_transpose() {
   int on_node = 0, all = 0;
   mpi_check(MPI_Comm_size(node, &on_node), "MPI_Comm_size");
   MPI_Comm_free(&node);
-  int one_node = on_node == members ? 1 : 0;
+  const auto bytes = static_cast<MPI_Aint>(std::max<std::int64_t>(1, t.recv_total) * sizeof(Complex));
+  // The window's backing file lives in Open MPI's osc_sm_backing_directory (/dev/shm unless set).
+  // A container's small /dev/shm (64 MB by default under Docker and Kubernetes) cannot hold a large
+  // window, and then Open MPI fails on one rank while the others wait in the collective for ever
+  // (tried with a 64 MB tmpfs): so the space is checked first, with a quarter and 16 MB to spare
+  // for MPI's own segments, and every member must find it.
+  double need = static_cast<double>(bytes);
+  mpi_check(MPI_Allreduce(MPI_IN_PLACE, &need, 1, MPI_DOUBLE, MPI_SUM, t.comm), "MPI_Allreduce (FFT shared memory)");
+  const char* dir = std::getenv("OMPI_MCA_osc_sm_backing_directory");
+  struct statvfs fs {};
+  const bool room = statvfs(dir && *dir ? dir : "/dev/shm", &fs) == 0 &&
+                    static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize) >= 1.25 * need + (16 << 20);
+  int one_node = on_node == members && room ? 1 : 0;
   mpi_check(MPI_Allreduce(&one_node, &all, 1, MPI_INT, MPI_MIN, t.comm), "MPI_Allreduce (FFT shared memory)");
   if (all == 0) return;
   // Each member's segment in its own pages (first touched by it, so on its NUMA node).
@@ -97,11 +112,9 @@ void FftPlan<T>::make_shared_transpose() {
   MPI_Info_set(info, "alloc_shared_noncontig", "true");
   void* base = nullptr;
   MPI_Win win = MPI_WIN_NULL;
-  const auto bytes = static_cast<MPI_Aint>(std::max<std::int64_t>(1, t.recv_total) * sizeof(Complex));
   const int rc = MPI_Win_allocate_shared(bytes, static_cast<int>(sizeof(Complex)), info, t.comm, &base, &win);
   MPI_Info_free(&info);
-  // A node whose shared-memory file system cannot hold the window (a container's small /dev/shm)
-  // keeps the messages.
+  // Should it fail everywhere all the same, the messages remain.
   int ok = rc == MPI_SUCCESS ? 1 : 0;
   mpi_check(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, t.comm), "MPI_Allreduce (FFT shared memory)");
   if (ok == 0) {
