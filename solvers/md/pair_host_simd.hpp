@@ -1,7 +1,7 @@
 #pragma once
 // What the host's hand-vectorised pair loops share (pair_lj_cut_coul_long_kernels.cpp in double,
-// pair_lj_cut_coul_long_mixed_kernels.cpp in mixed precision): the special-partner cursor, the CPU
-// check and the minimum image in AVX-512. Host code only.
+// pair_lj_cut_coul_long_mixed_kernels.cpp in mixed precision): the special-partner cursor, the
+// lane compaction of the AVX2 loops, the CPU check and the minimum image in AVX-512. Host code only.
 #if !defined(__CUDACC__)
 #include <cstdint>
 #if defined(__x86_64__)
@@ -27,6 +27,30 @@ struct SpecialCursor {
   // Whether every special partner is behind (level() returns 0 from here on).
   bool exhausted() const { return k >= a->nspecial || a->special[k][i] < 0; }
 };
+
+// Compaction of 4 lanes by a 4-bit mask (AVX2 has no compress instruction): for each mask, the
+// kept lanes first, in order. pd: 32-bit element indices for _mm256_permutevar8x32 over 4 64-bit
+// lanes (two elements a lane); ps: lane indices for _mm_permutevar_ps over 4 32-bit lanes. The
+// hand-written AVX2 pair loops keep only the pairs within reach before computing their terms.
+struct Compact4 {
+  alignas(32) std::int32_t pd[16][8];
+  alignas(16) std::int32_t ps[16][4];
+};
+constexpr Compact4 make_compact4() {
+  Compact4 t{};
+  for (int m = 0; m < 16; ++m) {
+    int n = 0;
+    for (int l = 0; l < 4; ++l)
+      if ((m >> l) & 1) {
+        t.pd[m][2 * n] = 2 * l;
+        t.pd[m][2 * n + 1] = 2 * l + 1;
+        t.ps[m][n++] = l;
+      }
+    for (; n < 4; ++n) t.pd[m][2 * n] = 0, t.pd[m][2 * n + 1] = 1, t.ps[m][n] = 0;
+  }
+  return t;
+}
+inline constexpr Compact4 kCompact4 = make_compact4();
 
 #if defined(__x86_64__)
 inline bool has_avx512() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"); }

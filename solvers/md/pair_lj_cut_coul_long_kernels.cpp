@@ -81,6 +81,7 @@ using pair_simd::SpecialCursor;
 #if defined(__x86_64__)
 using pair_simd::has_avx512;
 using pair_simd::image512;
+using pair_simd::kCompact4;
 #endif
 
 // The tabulated terms of a chunk of one atom's neighbours (md.coul_table): the partners' indices,
@@ -200,8 +201,8 @@ __attribute__((target("avx512f,avx512vl"))) inline __m512d gather(__m256i idx, c
   return _mm512_mask_i32gather_pd(_mm512_setzero_pd(), static_cast<__mmask8>(0xFF), idx, base, 8);
 }
 // Two passes over a chunk of atom i's list: (1) the partners' separations, keeping (compressed, in
-// list order) those within the reach, typically 60 % of a list with a 2 A skin; (2) the terms of
-// the kept ones. Returns how many were kept: their partners in c.j, their terms in c.tx ...
+// list order) those within the reach, typically 60 % of a list with a 2 A skin, and those whose
+// r^2 is NaN (their forces NaN, as the generic loop's); (2) the terms of the kept ones. Returns how many were kept: their partners in c.j, their terms in c.tx ...
 __attribute__((target("avx512f,avx512vl"))) int coul_chunk_avx512(int m, const int* nb, const Atoms& a,
                                                                   const LjTable& lj, const CoulParams& p,
                                                                   const CoulFast& cf, int i, SpecialCursor& sc,
@@ -241,7 +242,7 @@ __attribute__((target("avx512f,avx512vl"))) int coul_chunk_avx512(int m, const i
       const __m512d dz = image512(_mm512_sub_pd(zi, zj), L[2], h[2], mh[2]);
       const __m512d r2 =
           _mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(dx, dx), _mm512_mul_pd(dy, dy)), _mm512_mul_pd(dz, dz));
-      const __mmask8 keep = _mm512_mask_cmp_pd_mask(live, r2, reach2, _CMP_LT_OQ);
+      const __mmask8 keep = _mm512_mask_cmp_pd_mask(live, r2, reach2, _CMP_NGE_UQ);  // NaN kept
       _mm512_mask_compressstoreu_pd(c.dx + mc, keep, dx);
       _mm512_mask_compressstoreu_pd(c.dy + mc, keep, dy);
       _mm512_mask_compressstoreu_pd(c.dz + mc, keep, dz);
@@ -386,7 +387,12 @@ __attribute__((target("avx512f,avx512vl"))) int coul_chunk_avx512(int m, const i
 #if defined(__x86_64__)
 // coul_chunk_terms by hand in AVX2 (4 fp64 lanes), for machines without AVX-512 (where the generic
 // loop stays scalar): coul_pair_tabulated's operations in its order, lane by lane, so the same bits.
-// c.j, c.level and c.type are filled (padded as the generic loop's); lanes past m are never read.
+// Two passes over a chunk of atom i's list, as the AVX-512 loop: (1) the separations, keeping (in
+// list order, by a permutation per 4 lanes: kCompact4) the pairs within the reach, about 60 % of a
+// list with a 2 A skin, and those whose r^2 is NaN (their forces NaN, as the generic loop's); (2)
+// the terms of the kept ones. Returns how many were kept: their partners in c.j, their terms in
+// c.tx ... (the pairs dropped have zero terms: x + 0 = x, and no sum here is -0, so the sums' bits
+// are the same either way).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #if !defined(__clang__)
@@ -396,21 +402,92 @@ inline bool has_avx2() { return __builtin_cpu_supports("avx2"); }
 // Whether coul_chunk takes the AVX2 loop: set by coul_fast (before any parallel region) at each
 // force call, from the CPU and CUMULUS_NO_AVX512.
 bool avx2_chunks = false;
-// The local atoms' x, y, z, q packed (4 doubles an atom) for the AVX2 loop: set by coul_fast with
-// avx2_chunks (the calling thread's buffer, kept between calls).
+// The local atoms' x, y, z, q packed (4 doubles an atom) for the AVX2 loop, and the reach (the
+// largest cutoff, squared): set by coul_fast with avx2_chunks (the calling thread's buffer, kept
+// between calls).
 const double* avx2_xyzq = nullptr;
-__attribute__((target("avx2"))) void coul_chunk_terms_avx2(int m, const Atoms& a, const LjTable& lj, const CoulParams& p, int i,
-                                                           bool energy, CoulChunk& c) {
+double avx2_reach2 = 0;
+const CoulFast* avx2_fast = nullptr;  // the reach, the LJ rows by type and the special factors
+// 4 lanes permuted by perm (kCompact4.pd: the kept lanes first), stored whole.
+__attribute__((target("avx2"))) inline void put_kept(double* out, __m256d v, __m256i perm) {
+  _mm256_storeu_pd(out, _mm256_castps_pd(_mm256_permutevar8x32_ps(_mm256_castpd_ps(v), perm)));
+}
+__attribute__((target("avx2"))) int coul_chunk_avx2(int m, const int* nb, const Atoms& a, const LjTable& lj,
+                                                    const CoulParams& p, int i, SpecialCursor& sc, bool energy,
+                                                    CoulChunk& c) {
   const __m256d one = _mm256_set1_pd(1.0), two = _mm256_set1_pd(2.0);
   const __m256d sign = _mm256_castsi256_pd(_mm256_set1_epi64x(static_cast<long long>(0x8000000000000000ULL)));
-  const __m256d xi = _mm256_set1_pd(a.x[i]), yi = _mm256_set1_pd(a.y[i]), zi = _mm256_set1_pd(a.z[i]);
-  const __m256d qi = _mm256_set1_pd(a.q[i]), qqr2e = _mm256_set1_pd(p.qqr2e), cut2 = _mm256_set1_pd(p.cut2);
-  __m256d L[3], h[3], mh[3];
-  for (int d = 0; d < 3; ++d) {
-    L[d] = _mm256_set1_pd(a.box[d]);
-    h[d] = _mm256_set1_pd(0.5 * a.box[d]);
-    mh[d] = _mm256_set1_pd(-(0.5 * a.box[d]));
+  const double* const xyzq = avx2_xyzq;
+  // (1) separations
+  int mc = 0;
+  {
+    const __m256d ci[3] = {_mm256_set1_pd(a.x[i]), _mm256_set1_pd(a.y[i]), _mm256_set1_pd(a.z[i])};
+    const __m256d reach2 = _mm256_set1_pd(avx2_reach2);
+    __m256d L[3], h[3], mh[3];
+    for (int d = 0; d < 3; ++d) {
+      L[d] = _mm256_set1_pd(a.box[d]);
+      h[d] = _mm256_set1_pd(0.5 * a.box[d]);
+      mh[d] = _mm256_set1_pd(-(0.5 * a.box[d]));
+    }
+    for (int q = 0; q < m; q += 4) {
+      const int live = m - q < 4 ? m - q : 4;
+      // The 4 partners (the last repeated past m: no read beyond the list), as a vector for the
+      // compaction and as integers for the row loads.
+      const __m128i jv = live == 4 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(nb + q))
+                                   : _mm_setr_epi32(nb[q], nb[q + (live > 1 ? 1 : 0)], nb[q + (live > 2 ? 2 : 0)],
+                                                    nb[q + (live > 3 ? 3 : 0)]);
+      const int jj[4] = {_mm_extract_epi32(jv, 0), _mm_extract_epi32(jv, 1), _mm_extract_epi32(jv, 2),
+                         _mm_extract_epi32(jv, 3)};
+      // Each lane's x, y, z, q loaded whole and transposed 4 x 4 (no gathers).
+      __m256d pos[4];
+      {
+        const __m256d r0 = _mm256_load_pd(xyzq + 4 * jj[0]), r1 = _mm256_load_pd(xyzq + 4 * jj[1]);
+        const __m256d r2_ = _mm256_load_pd(xyzq + 4 * jj[2]), r3 = _mm256_load_pd(xyzq + 4 * jj[3]);
+        const __m256d a0 = _mm256_unpacklo_pd(r0, r1), a1 = _mm256_unpackhi_pd(r0, r1);
+        const __m256d a2 = _mm256_unpacklo_pd(r2_, r3), a3 = _mm256_unpackhi_pd(r2_, r3);
+        pos[0] = _mm256_permute2f128_pd(a0, a2, 0x20);
+        pos[1] = _mm256_permute2f128_pd(a1, a3, 0x20);
+        pos[2] = _mm256_permute2f128_pd(a0, a2, 0x31);
+        pos[3] = _mm256_permute2f128_pd(a1, a3, 0x31);
+      }
+      __m256d dv[3];
+      for (int d = 0; d < 3; ++d) {
+        // image(): d + (d > L/2 ? -L : (d < -L/2 ? L : 0)), the same values as d - L and d + L
+        const __m256d dd = _mm256_sub_pd(ci[d], pos[d]);
+        const __m256d gt = _mm256_cmp_pd(dd, h[d], _CMP_GT_OQ), lt = _mm256_cmp_pd(dd, mh[d], _CMP_LT_OQ);
+        dv[d] = _mm256_blendv_pd(_mm256_blendv_pd(dd, _mm256_add_pd(dd, L[d]), lt), _mm256_sub_pd(dd, L[d]), gt);
+      }
+      const __m256d r2 =
+          _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(dv[0], dv[0]), _mm256_mul_pd(dv[1], dv[1])), _mm256_mul_pd(dv[2], dv[2]));
+      const int keep = _mm256_movemask_pd(_mm256_cmp_pd(r2, reach2, _CMP_NGE_UQ)) & ((1 << live) - 1);
+      // The kept lanes to the front, stored whole at mc (<= q: within the chunk's arrays).
+      const __m256i perm = _mm256_load_si256(reinterpret_cast<const __m256i*>(kCompact4.pd[keep]));
+      put_kept(c.dx + mc, dv[0], perm);
+      put_kept(c.dy + mc, dv[1], perm);
+      put_kept(c.dz + mc, dv[2], perm);
+      put_kept(c.r2 + mc, r2, perm);
+      put_kept(c.qj + mc, pos[3], perm);
+      const __m128i pj = _mm_load_si128(reinterpret_cast<const __m128i*>(kCompact4.ps[keep]));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(c.j + mc), _mm_castps_si128(_mm_permutevar_ps(_mm_castsi128_ps(jv), pj)));
+      mc += __builtin_popcount(static_cast<unsigned>(keep));
+    }
   }
+  if (mc == 0) return 0;
+  // Padding to whole vectors: atom i itself at a unit distance (finite terms, never read).
+  const int mp = (mc + 3) / 4 * 4;
+  for (int k = mc; k < mp; ++k) {
+    c.dx[k] = c.dy[k] = c.dz[k] = 0;
+    c.r2[k] = 1;
+    c.qj[k] = 0;
+    c.j[k] = i;
+  }
+  for (int k = 0; k < mp; ++k) c.level[k] = 0;
+  if (a.nspecial > 0)  // partners ascend in id: past i's last special partner, every level is 0
+    for (int k = 0; k < mc && !sc.exhausted(); ++k) c.level[k] = sc.level(a.id[c.j[k]]);
+  if (lj.ntypes > 1)
+    for (int k = 0; k < mp; ++k) c.type[k] = a.type[c.j[k]];
+  // (2) terms: coul_pair_tabulated
+  const __m256d qi = _mm256_set1_pd(a.q[i]), qqr2e = _mm256_set1_pd(p.qqr2e), cut2 = _mm256_set1_pd(p.cut2);
   const __m256d smax = _mm256_set1_pd(p.table.smax), inv_ds = _mm256_set1_pd(p.table.inv_ds);
   const __m256d two_inv_ds = _mm256_set1_pd(2 * p.table.inv_ds);
   const __m128i last = _mm_set1_epi32(p.table.n - 1);
@@ -418,42 +495,24 @@ __attribute__((target("avx2"))) void coul_chunk_terms_avx2(int m, const Atoms& a
   const double* const row = &lj.c[one_type ? 0 : a.type[i] * lj.ntypes].cut2;  // kFields doubles per partner type
   // Up to 4 types: atom i's coefficients against each partner type in a register per field (lane
   // t: type t), picked by a permute of 32-bit halves rather than a gather.
+  // (From avx2_fast, prepared once per force call: a row built here in a stack array and loaded
+  // whole stalls on the store forwarding, per chunk.)
+  const CoulFast& cf = *avx2_fast;
   __m256d rowv[kFields];
   if (few_types)
-    for (int w = 0; w < kFields; ++w) {
-      alignas(32) double t[4] = {};
-      for (int ty = 0; ty < lj.ntypes; ++ty) t[ty] = row[ty * kFields + w];
-      rowv[w] = _mm256_load_pd(t);
-    }
+    for (int w = 0; w < kFields; ++w) rowv[w] = _mm256_load_pd(cf.fields[a.type[i]][w]);
+  const __m256d scv = _mm256_load_pd(cf.special_coul), slv = _mm256_load_pd(cf.special_lj);
   const int nfields = energy ? kFields : 3;  // the energy's fields only when it is wanted
-  const double* const xyzq = avx2_xyzq;
-  const __m256d ci[3] = {xi, yi, zi};
-  for (int q = 0; q < padded(m); q += 4) {
-    // Each lane's x, y, z, q loaded whole and transposed 4 x 4 (no gathers).
-    __m256d pos[4];
-    {
-      const int* const jj = c.j + q;
-      const __m256d r0 = _mm256_load_pd(xyzq + 4 * jj[0]), r1 = _mm256_load_pd(xyzq + 4 * jj[1]);
-      const __m256d r2_ = _mm256_load_pd(xyzq + 4 * jj[2]), r3 = _mm256_load_pd(xyzq + 4 * jj[3]);
-      const __m256d a0 = _mm256_unpacklo_pd(r0, r1), a1 = _mm256_unpackhi_pd(r0, r1);
-      const __m256d a2 = _mm256_unpacklo_pd(r2_, r3), a3 = _mm256_unpackhi_pd(r2_, r3);
-      pos[0] = _mm256_permute2f128_pd(a0, a2, 0x20);
-      pos[1] = _mm256_permute2f128_pd(a1, a3, 0x20);
-      pos[2] = _mm256_permute2f128_pd(a0, a2, 0x31);
-      pos[3] = _mm256_permute2f128_pd(a1, a3, 0x31);
-    }
-    __m256d dv[3];
-    for (int d = 0; d < 3; ++d) {
-      // image(): d + (d > L/2 ? -L : (d < -L/2 ? L : 0)), the same values as d - L and d + L
-      const __m256d dd = _mm256_sub_pd(ci[d], pos[d]);
-      const __m256d gt = _mm256_cmp_pd(dd, h[d], _CMP_GT_OQ), lt = _mm256_cmp_pd(dd, mh[d], _CMP_LT_OQ);
-      dv[d] = _mm256_blendv_pd(_mm256_blendv_pd(dd, _mm256_add_pd(dd, L[d]), lt), _mm256_sub_pd(dd, L[d]), gt);
-    }
-    const __m256d dx = dv[0], dy = dv[1], dz = dv[2];
-    const __m256d r2 = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy)), _mm256_mul_pd(dz, dz));
-    const __m256d qq = _mm256_mul_pd(qqr2e, _mm256_mul_pd(qi, pos[3]));
+  for (int q = 0; q < mp; q += 4) {
+    const __m256d dx = _mm256_load_pd(c.dx + q), dy = _mm256_load_pd(c.dy + q), dz = _mm256_load_pd(c.dz + q);
+    const __m256d r2 = _mm256_load_pd(c.r2 + q);
+    const __m256d qq = _mm256_mul_pd(qqr2e, _mm256_mul_pd(qi, _mm256_load_pd(c.qj + q)));
     const __m128i lev = _mm_load_si128(reinterpret_cast<const __m128i*>(c.level + q));
-    const __m256d fc = _mm256_i32gather_pd(p.special_coul, lev, 8), fl = _mm256_i32gather_pd(p.special_lj, lev, 8);
+    // Each lane's special factors (levels 0-3) by a permute of 32-bit halves: indices 2l, 2l + 1.
+    const __m256i l2 = _mm256_slli_epi64(_mm256_cvtepu32_epi64(lev), 1);
+    const __m256i lidx = _mm256_or_si256(l2, _mm256_slli_epi64(_mm256_add_epi64(l2, _mm256_set1_epi64x(1)), 32));
+    const __m256d fc = _mm256_castps_pd(_mm256_permutevar8x32_ps(_mm256_castpd_ps(scv), lidx));
+    const __m256d fl = _mm256_castps_pd(_mm256_permutevar8x32_ps(_mm256_castpd_ps(slv), lidx));
     const __m256d in_c = _mm256_and_pd(_mm256_cmp_pd(r2, cut2, _CMP_LT_OQ), one);
     const __m256d rinv = _mm256_div_pd(one, _mm256_sqrt_pd(r2)), r2i = _mm256_mul_pd(rinv, rinv);
     // coul_table_eval
@@ -518,18 +577,20 @@ __attribute__((target("avx2"))) void coul_chunk_terms_avx2(int m, const Atoms& a
       _mm256_store_pd(c.tv + q, _mm256_mul_pd(r2, f));
     }
   }
+  return mc;
 }
 #pragma GCC diagnostic pop
 #endif
 
 // The terms of a chunk of atom i's list nb[0 .. m): returns how many pairs it kept, their
-// partners in c.j and terms in c.tx ...: all m (the generic loop) or, with AVX-512, those within
-// the reach (the rest have zero terms: x + 0 = x, and no sum here is -0, so the sums' bits are the
+// partners in c.j and terms in c.tx ...: all m (the generic loop) or, with AVX-512 or AVX2, those
+// within the reach (the rest have zero terms: x + 0 = x, and no sum here is -0, so the sums' bits are the
 // same either way).
 inline int coul_chunk(int m, const int* nb, const Atoms& a, const LjTable& lj, const CoulParams& p, const CoulFast* cf,
                       int i, SpecialCursor& sc, bool energy, CoulChunk& c) {
 #if defined(__x86_64__)
   if (cf) return coul_chunk_avx512(m, nb, a, lj, p, *cf, i, sc, energy, c);
+  if (avx2_chunks) return coul_chunk_avx2(m, nb, a, lj, p, i, sc, energy, c);
 #endif
   for (int k = 0; k < padded(m); ++k) c.j[k] = nb[k < m ? k : m - 1];
   for (int k = 0; k < padded(m); ++k) c.level[k] = 0;
@@ -537,12 +598,6 @@ inline int coul_chunk(int m, const int* nb, const Atoms& a, const LjTable& lj, c
     for (int k = 0; k < m && !sc.exhausted(); ++k) c.level[k] = sc.level(a.id[c.j[k]]);
   if (lj.ntypes > 1)
     for (int k = 0; k < padded(m); ++k) c.type[k] = a.type[c.j[k]];
-#if defined(__x86_64__)
-  if (avx2_chunks) {
-    coul_chunk_terms_avx2(m, a, lj, p, i, energy, c);
-    return m;
-  }
-#endif
   coul_chunk_terms(m, a, lj, p, i, energy, c);
   return m;
 }
@@ -565,6 +620,10 @@ inline const CoulFast* coul_fast(const Atoms& a, const LjTable& lj, const CoulPa
       d[0] = a.x[i], d[1] = a.y[i], d[2] = a.z[i], d[3] = a.q[i];
     }
     avx2_xyzq = d0;
+    thread_local CoulFast cf2;
+    cf2.init(lj, p);
+    avx2_reach2 = cf2.reach2;
+    avx2_fast = &cf2;
   }
   if (avx512 && !generic) {
     thread_local CoulFast cf;

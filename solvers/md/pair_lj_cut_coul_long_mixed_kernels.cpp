@@ -97,19 +97,24 @@ CUMULUS_HD inline FixedTerms fixed_terms(const MixedPair& m, bool energy) {
 
 #if !defined(__CUDACC__) && defined(__x86_64__)
 // The host's loop by hand in AVX2, 8 fp32 lanes: mixed_pair's operations in its order, lane by
-// lane, so the same bits as the generic loop (which GCC 12 does not vectorise: its gathers). Every
-// partner of a chunk is computed (no compression: a pair beyond the cutoffs has zero terms, which
-// change no sum), the separations in fp64 (the minimum image, two times 4 lanes) rounded to fp32,
-// the terms in fp32, their products with the separations in fp64. AVX2 rather than AVX-512: every
-// x86-64 machine this runs on has it (AVX-512's 16 lanes are the next step), and the tests check
-// its bits wherever they run.
+// lane, so the same bits as the generic loop (which GCC 12 does not vectorise: its gathers). Two
+// passes over a chunk of atom i's list: (1) the separations in fp64 (the minimum image, 4 lanes at
+// a time) rounded to fp32, keeping (in list order, by a permutation per 4 lanes: kCompact4) the
+// pairs whose fp32 r^2 is below the largest fp32 cutoff, about 60 % of a list with a 2 A skin, and
+// those whose r^2 is NaN; (2) the terms of the kept ones in fp32, their products with the
+// separations in fp64. A pair dropped has zero terms (r^2 at or beyond every cutoff), which change
+// no sum. AVX2 rather than AVX-512: every x86-64 machine this runs on has it (AVX-512's 16 lanes
+// are the next step), and the tests check its bits wherever they run.
 namespace {
+using pair_simd::kCompact4;
 using pair_simd::SpecialCursor;
 constexpr int kChunk = 64;  // a multiple of 16
-// A chunk's partners and their terms in fixed-point units (fixed_terms'), and per-partner
-// flags when a term was out of range (filled only then, by the scalar path).
+// A chunk's kept partners (their fp32 separations, r^2 and charges), their terms in fixed-point
+// units (fixed_terms'), and per-partner flags when a term was out of range (filled only then, by
+// the scalar path).
 struct alignas(64) MixedChunk {
   int j[kChunk], level[kChunk];
+  float dx[kChunk], dy[kChunk], dz[kChunk], r2[kChunk], qj[kChunk];
   std::int64_t f[3][kChunk], e[kChunk], v[kChunk];
   int bad[kChunk];
 };
@@ -127,35 +132,86 @@ bool mixed_simd() {
 #if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-// Atom i's partners nb[0 .. m) (m <= kChunk): their terms into c.f, c.e, c.v in list order (lanes
-// past m repeat the last partner and are never read). Returns fixed_terms' bad bits over the lanes
-// (then the values of the bad lanes are not fixed_terms': the caller redoes the chunk by scalar).
+// Atom i's partners nb[0 .. m) (m <= kChunk): keeps those within tb.reach2 (see above) and puts their
+// terms into c.f, c.e, c.v in list order. Returns how many were kept (partners in c.j, levels in
+// c.level), and in *bad fixed_terms' bad bits over the lanes (then the values of the bad lanes are
+// not fixed_terms': the caller redoes the kept pairs by scalar).
 // xyzq: the local atoms' positions and charges packed (4 doubles an atom), or null to gather them
 // from a's arrays. Loads of whole rows and transposes rather than gathers where they can (a gather
 // of 8 lanes costs about as much as 8 loads on the Zen 3 this was measured on).
 __attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const Atoms& a, const double* xyzq,
-                                                      const LjTable32& lj, const CoulParams32& p, int i, SpecialCursor& sc,
-                                                      bool energy, MixedChunk& c) {
+                                                      const LjTable32& lj, const CoulParams32& p, const mixed_simd::Tables& tb,
+                                                      int i, SpecialCursor& sc, bool energy, MixedChunk& c, int* bad) {
   using namespace mixed_simd;
-  const int mp = (m + 15) / 16 * 16;  // whole pairs of 8-lane groups (kChunk is a multiple of 16)
-  for (int k = 0; k < mp; ++k) c.j[k] = nb[k < m ? k : m - 1];
+  // (1) separations
+  int mc = 0;
+  {
+    const __m256d ci[3] = {_mm256_set1_pd(a.x[i]), _mm256_set1_pd(a.y[i]), _mm256_set1_pd(a.z[i])};
+    __m256d L[3], h[3], mh[3];
+    for (int d = 0; d < 3; ++d) {
+      L[d] = _mm256_set1_pd(a.box[d]);
+      h[d] = _mm256_set1_pd(0.5 * a.box[d]);
+      mh[d] = _mm256_set1_pd(-(0.5 * a.box[d]));
+    }
+    const __m128 reach = _mm_set1_ps(tb.reach2);
+    for (int q = 0; q < m; q += 4) {
+      const int live = m - q < 4 ? m - q : 4;
+      // The 4 partners (the last repeated past m: no read beyond the list).
+      const __m128i jv = live == 4 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(nb + q))
+                                   : _mm_setr_epi32(nb[q], nb[q + (live > 1 ? 1 : 0)], nb[q + (live > 2 ? 2 : 0)],
+                                                    nb[q + (live > 3 ? 3 : 0)]);
+      __m256d pos[4];  // x, y, z, q
+      if (xyzq) {
+        // Each lane's row of 4 doubles, transposed 4 x 4.
+        const __m256d r0 = _mm256_load_pd(xyzq + 4 * _mm_extract_epi32(jv, 0));
+        const __m256d r1 = _mm256_load_pd(xyzq + 4 * _mm_extract_epi32(jv, 1));
+        const __m256d r2_ = _mm256_load_pd(xyzq + 4 * _mm_extract_epi32(jv, 2));
+        const __m256d r3 = _mm256_load_pd(xyzq + 4 * _mm_extract_epi32(jv, 3));
+        const __m256d a0 = _mm256_unpacklo_pd(r0, r1), a1 = _mm256_unpackhi_pd(r0, r1);
+        const __m256d a2 = _mm256_unpacklo_pd(r2_, r3), a3 = _mm256_unpackhi_pd(r2_, r3);
+        pos[0] = _mm256_permute2f128_pd(a0, a2, 0x20);
+        pos[1] = _mm256_permute2f128_pd(a1, a3, 0x20);
+        pos[2] = _mm256_permute2f128_pd(a0, a2, 0x31);
+        pos[3] = _mm256_permute2f128_pd(a1, a3, 0x31);
+      } else {
+        const double* xs[4] = {a.x, a.y, a.z, a.q};
+        for (int d = 0; d < 4; ++d) pos[d] = _mm256_i32gather_pd(xs[d], jv, 8);
+      }
+      __m128 dv[3];
+      for (int d = 0; d < 3; ++d) dv[d] = _mm256_cvtpd_ps(image4(_mm256_sub_pd(ci[d], pos[d]), L[d], h[d], mh[d]));
+      const __m128 r2 = _mm_add_ps(_mm_add_ps(_mm_mul_ps(dv[0], dv[0]), _mm_mul_ps(dv[1], dv[1])), _mm_mul_ps(dv[2], dv[2]));
+      const int keep = _mm_movemask_ps(_mm_cmp_ps(r2, reach, _CMP_NGE_UQ)) & ((1 << live) - 1);
+      // The kept lanes to the front, stored whole at mc (<= q: within the chunk's arrays).
+      const __m128i pj = _mm_load_si128(reinterpret_cast<const __m128i*>(kCompact4.ps[keep]));
+      _mm_storeu_ps(c.dx + mc, _mm_permutevar_ps(dv[0], pj));
+      _mm_storeu_ps(c.dy + mc, _mm_permutevar_ps(dv[1], pj));
+      _mm_storeu_ps(c.dz + mc, _mm_permutevar_ps(dv[2], pj));
+      _mm_storeu_ps(c.r2 + mc, _mm_permutevar_ps(r2, pj));
+      _mm_storeu_ps(c.qj + mc, _mm_permutevar_ps(_mm256_cvtpd_ps(pos[3]), pj));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(c.j + mc), _mm_castps_si128(_mm_permutevar_ps(_mm_castsi128_ps(jv), pj)));
+      mc += __builtin_popcount(static_cast<unsigned>(keep));
+    }
+  }
+  *bad = 0;
+  if (mc == 0) return 0;
+  // Padding to whole pairs of 8-lane groups: atom i itself beyond every cutoff (zero terms).
+  const int mp = (mc + 15) / 16 * 16;
+  for (int k = mc; k < mp; ++k) {
+    c.dx[k] = c.dy[k] = c.dz[k] = c.qj[k] = 0;
+    c.r2[k] = 2 * tb.reach2 + 1;
+    c.j[k] = i;
+  }
   for (int k = 0; k < mp; ++k) c.level[k] = 0;
   if (a.nspecial > 0)  // partners ascend in id: past i's last special partner, every level is 0
-    for (int k = 0; k < m && !sc.exhausted(); ++k) c.level[k] = sc.level(a.id[c.j[k]]);
-  const Consts kc = consts(p);
-  const __m256d ci[3] = {_mm256_set1_pd(a.x[i]), _mm256_set1_pd(a.y[i]), _mm256_set1_pd(a.z[i])};
-  __m256d L[3], h[3], mh[3];
-  for (int d = 0; d < 3; ++d) {
-    L[d] = _mm256_set1_pd(a.box[d]);
-    h[d] = _mm256_set1_pd(0.5 * a.box[d]);
-    mh[d] = _mm256_set1_pd(-(0.5 * a.box[d]));
-  }
+    for (int k = 0; k < mc && !sc.exhausted(); ++k) c.level[k] = sc.level(a.id[c.j[k]]);
+  // (2) terms
+  const Consts kc = consts(p, tb);
   const __m256 qi = _mm256_set1_ps(static_cast<float>(a.q[i]));
   const bool one_type = lj.ntypes == 1, few_types = !one_type && lj.ntypes <= 8;
   const int ti = one_type ? 0 : a.type[i];
   const float* const row = &lj.c[ti * lj.ntypes].cut2;  // 6 floats per partner type
   __m256 rowv[6];
-  if (few_types) lj_rows(lj, ti, rowv);
+  if (few_types) lj_rows(tb, ti, rowv);
   const int nfields = energy ? 6 : 3;  // the energy's fields only when it is wanted
   __m256d ok_f = _mm256_castsi256_pd(_mm256_set1_epi64x(-1)), ok_e = ok_f;
   // Two groups of 8 lanes at a time (terms<2>: their chains interleave).
@@ -166,41 +222,11 @@ __attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const
     for (int g = 0; g < G; ++g) {
       const int q = q0 + 8 * g;
       const __m256i j = _mm256_load_si256(reinterpret_cast<const __m256i*>(c.j + q));
-      // The separations, two times 4 lanes in fp64, rounded to fp32.
-      __m256 qj;
-      {
-        __m256d pos[2][4];  // [half][x, y, z, q]
-        if (xyzq) {
-          // Each lane's row of 4 doubles, transposed 4 x 4.
-          for (int hh = 0; hh < 2; ++hh) {
-            const int* const jj = c.j + q + 4 * hh;
-            const __m256d r0 = _mm256_load_pd(xyzq + 4 * jj[0]), r1 = _mm256_load_pd(xyzq + 4 * jj[1]);
-            const __m256d r2_ = _mm256_load_pd(xyzq + 4 * jj[2]), r3 = _mm256_load_pd(xyzq + 4 * jj[3]);
-            const __m256d a0 = _mm256_unpacklo_pd(r0, r1), a1 = _mm256_unpackhi_pd(r0, r1);
-            const __m256d a2 = _mm256_unpacklo_pd(r2_, r3), a3 = _mm256_unpackhi_pd(r2_, r3);
-            pos[hh][0] = _mm256_permute2f128_pd(a0, a2, 0x20);
-            pos[hh][1] = _mm256_permute2f128_pd(a1, a3, 0x20);
-            pos[hh][2] = _mm256_permute2f128_pd(a0, a2, 0x31);
-            pos[hh][3] = _mm256_permute2f128_pd(a1, a3, 0x31);
-          }
-        } else {
-          const __m128i jl = _mm256_castsi256_si128(j), jh = _mm256_extracti128_si256(j, 1);
-          const double* xs[4] = {a.x, a.y, a.z, a.q};
-          for (int d = 0; d < 4; ++d) {
-            pos[0][d] = _mm256_i32gather_pd(xs[d], jl, 8);
-            pos[1][d] = _mm256_i32gather_pd(xs[d], jh, 8);
-          }
-        }
-        for (int d = 0; d < 3; ++d) {
-          const __m256d lo = image4(_mm256_sub_pd(ci[d], pos[0][d]), L[d], h[d], mh[d]);
-          const __m256d hi = image4(_mm256_sub_pd(ci[d], pos[1][d]), L[d], h[d], mh[d]);
-          dv[g][d] = _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo));
-        }
-        qj = _mm256_set_m128(_mm256_cvtpd_ps(pos[1][3]), _mm256_cvtpd_ps(pos[0][3]));
-      }
-      const __m256 dx = dv[g][0], dy = dv[g][1], dz = dv[g][2];
-      r2[g] = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy)), _mm256_mul_ps(dz, dz));
-      qq[g] = _mm256_mul_ps(kc.qqr2e, _mm256_mul_ps(qi, qj));
+      dv[g][0] = _mm256_load_ps(c.dx + q);
+      dv[g][1] = _mm256_load_ps(c.dy + q);
+      dv[g][2] = _mm256_load_ps(c.dz + q);
+      r2[g] = _mm256_load_ps(c.r2 + q);
+      qq[g] = _mm256_mul_ps(kc.qqr2e, _mm256_mul_ps(qi, _mm256_load_ps(c.qj + q)));
       lev[g] = _mm256_load_si256(reinterpret_cast<const __m256i*>(c.level + q));
       if (p.lj) {
         if (one_type) {
@@ -229,7 +255,8 @@ __attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const
         }
     }
   }
-  return (_mm256_movemask_pd(ok_f) == 0xf ? 0 : 1) | (_mm256_movemask_pd(ok_e) == 0xf ? 0 : 2);
+  *bad = (_mm256_movemask_pd(ok_f) == 0xf ? 0 : 1) | (_mm256_movemask_pd(ok_e) == 0xf ? 0 : 2);
+  return mc;
 }
 
 #pragma GCC diagnostic pop
@@ -249,17 +276,18 @@ int chunk_scalar(int m, const Atoms& a, const LjTable32& lj, const CoulParams32&
   return bad;
 }
 
-// Atom i's pairs nb[0 .. n) a chunk at a time: calls add(c, m, bad) with each chunk's m pairs (bad:
+// Atom i's pairs nb[0 .. n) a chunk at a time: calls add(c, m, bad) with each chunk's m kept pairs (bad:
 // some c.bad[k] are set; otherwise c.bad is not read).
 template <class Add>
-void mixed_pairs(const Atoms& a, const double* xyzq, const LjTable32& lj, const CoulParams32& p, int i, const int* nb, std::int64_t n,
-                 MixedChunk& c, Add add) {
+void mixed_pairs(const Atoms& a, const double* xyzq, const LjTable32& lj, const CoulParams32& p, const mixed_simd::Tables& tb, int i,
+                 const int* nb, std::int64_t n, MixedChunk& c, Add add) {
   SpecialCursor sc{&a, i};
   for (std::int64_t k0 = 0; k0 < n; k0 += kChunk) {
     const int len = static_cast<int>(n - k0 < kChunk ? n - k0 : kChunk);
-    int bad = mixed_chunk_avx2(len, nb + k0, a, xyzq, lj, p, i, sc, a.energy, c);
-    if (bad) bad = chunk_scalar(len, a, lj, p, i, a.energy, c);
-    add(c, len, bad);
+    int bad = 0;
+    const int kept = mixed_chunk_avx2(len, nb + k0, a, xyzq, lj, p, tb, i, sc, a.energy, c, &bad);
+    if (bad) bad = chunk_scalar(kept, a, lj, p, i, a.energy, c);
+    add(c, kept, bad);
   }
 }
 }  // namespace
@@ -286,6 +314,8 @@ void coul_forces_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj, cons
 #if !defined(__CUDACC__) && defined(__x86_64__)
   if (!ex.is_cuda() && mixed_simd()) {
     detail::KernelTimer<int> timer(ex, "md.forces");
+    mixed_simd::Tables tb;
+    tb.init(lj, p);
 #pragma omp parallel
     {
       MixedChunk c;
@@ -293,7 +323,7 @@ void coul_forces_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj, cons
       for (int i = 0; i < a.n; ++i) {
         std::int64_t s[5] = {0, 0, 0, 0, 0};
         int bad = 0;
-        mixed_pairs(a, nullptr, lj, p, i, a.neighbors + a.start[i], a.start[i + 1] - a.start[i], c, [&](const MixedChunk& ch, int m, int b) {
+        mixed_pairs(a, nullptr, lj, p, tb, i, a.neighbors + a.start[i], a.start[i + 1] - a.start[i], c, [&](const MixedChunk& ch, int m, int b) {
           for (int w = 0; w < 3; ++w)
             for (int k = 0; k < m; ++k) s[w] += ch.f[w][k];
           if (energy)
@@ -347,6 +377,10 @@ void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParam
   double* const xyzq = reinterpret_cast<double*>(scratch.data() + packed) +
                        (4 - (reinterpret_cast<std::uintptr_t>(scratch.data() + packed) / sizeof(double)) % 4) % 4;
   const bool energy = a.energy;
+#if defined(__x86_64__)
+  mixed_simd::Tables tb;
+  tb.init(lj, p);
+#endif
 #pragma omp parallel num_threads(nthreads)
   {
 #pragma omp for schedule(static)
@@ -371,7 +405,7 @@ void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParam
       int bad_i = 0;
 #if defined(__x86_64__)
       if (simd) {
-        mixed_pairs(a, xyzq, lj, p, i, a.neighbors + a.start[s], a.start[s + 1] - a.start[s], c, [&](const MixedChunk& ch, int m, int bad) {
+        mixed_pairs(a, xyzq, lj, p, tb, i, a.neighbors + a.start[s], a.start[s + 1] - a.start[s], c, [&](const MixedChunk& ch, int m, int bad) {
           for (int w = 0; w < 3; ++w) {
             std::int64_t acc = 0;
             std::int64_t* const cw = col[w];

@@ -40,6 +40,23 @@ __attribute__((target("avx2"))) inline __m256i fixed4(__m256d v, __m256d& ok) {
   return _mm256_sub_epi64(bits, _mm256_set1_epi64x(static_cast<long long>(fixed::kMagicBits)));
 }
 
+// What the loop reads of the parameters as whole vectors, laid out once per force call (built in
+// a stack array and loaded whole once per chunk, they stalled on the store forwarding: a tenth of
+// the loop's time on the water benchmark).
+struct Tables {
+  float reach2 = 0;  // the largest cutoff in fp32, squared: a pair at or beyond it has zero terms
+  alignas(32) float special_coul[8] = {}, special_lj[8] = {};
+  alignas(32) float rows[8][6][8] = {};  // up to 8 types: rows[ti][w][tj], field w of ti against tj
+  void init(const LjTable32& lj, const CoulParams32& p) {
+    reach2 = p.cut2;
+    for (int t = 0; t < lj.ntypes * lj.ntypes && p.lj; ++t) reach2 = reach2 > lj.c[t].cut2 ? reach2 : lj.c[t].cut2;
+    for (int l = 0; l < 4; ++l) special_coul[l] = p.special_coul[l], special_lj[l] = p.special_lj[l];
+    for (int ti = 0; ti < lj.ntypes && ti < 8; ++ti)
+      for (int w = 0; w < 6; ++w)
+        for (int tj = 0; tj < lj.ntypes && tj < 8; ++tj) rows[ti][w][tj] = (&lj.c[ti * lj.ntypes + tj].cut2)[w];
+  }
+};
+
 // The parameters as registers, once per loop.
 struct Consts {
   __m256 one, two, sign, qqr2e, cut2, smax, inv_ds, two_inv_ds, scv, slv;
@@ -47,7 +64,7 @@ struct Consts {
   const float* table;
   bool lj;
 };
-__attribute__((target("avx2"))) inline Consts consts(const CoulParams32& p) {
+__attribute__((target("avx2"))) inline Consts consts(const CoulParams32& p, const Tables& tb) {
   Consts k;
   k.one = _mm256_set1_ps(1.0f);
   k.two = _mm256_set1_ps(2.0f);
@@ -58,10 +75,8 @@ __attribute__((target("avx2"))) inline Consts consts(const CoulParams32& p) {
   k.inv_ds = _mm256_set1_ps(p.table.inv_ds);
   k.two_inv_ds = _mm256_set1_ps(2 * p.table.inv_ds);
   k.last = _mm256_set1_epi32(p.table.n - 1);
-  alignas(32) float scf[8] = {}, slf[8] = {};
-  for (int l = 0; l < 4; ++l) scf[l] = p.special_coul[l], slf[l] = p.special_lj[l];
-  k.scv = _mm256_load_ps(scf);
-  k.slv = _mm256_load_ps(slf);
+  k.scv = _mm256_load_ps(tb.special_coul);
+  k.slv = _mm256_load_ps(tb.special_lj);
   k.table = p.table.c;
   k.lj = p.lj;
   return k;
@@ -173,12 +188,8 @@ __attribute__((target("avx2"))) inline void to_fixed(const Terms& t, __m256 dx, 
 
 // Up to 8 types: a type's LJ coefficients against each partner type, a register per field
 // (row[w] lane t: field w against type t), so that a permute picks the partners' (no gathers).
-__attribute__((target("avx2"))) inline void lj_rows(const LjTable32& lj, int ti, __m256 row[6]) {
-  for (int w = 0; w < 6; ++w) {
-    alignas(32) float t[8] = {};
-    for (int ty = 0; ty < lj.ntypes && ty < 8; ++ty) t[ty] = (&lj.c[ti * lj.ntypes + ty].cut2)[w];
-    row[w] = _mm256_load_ps(t);
-  }
+__attribute__((target("avx2"))) inline void lj_rows(const Tables& tb, int ti, __m256 row[6]) {
+  for (int w = 0; w < 6; ++w) row[w] = _mm256_load_ps(tb.rows[ti][w]);
 }
 
 #pragma GCC diagnostic pop
