@@ -43,6 +43,10 @@ class ForceTerm {
   // Whether compute() sums pairs in an order-free way (fixed point: md.precision = "mixed"), so that
   // the host's half list may be split over threads; otherwise it is half only at one thread.
   virtual bool order_free_sums() const { return false; }
+  // Whether compute() takes the host's half list at more than one thread: its sums are order-free,
+  // or it makes the one-thread additions in their order anyway (lj/cut/coul/long in double:
+  // coul_forces_half). Otherwise the host's list is half only at one thread.
+  virtual bool threaded_half() const { return order_free_sums(); }
   // The style's energy by term over every atom of every rank (collective; exact sums), for thermo
   // columns: {name, total}. Empty for a style with one term.
   virtual std::vector<std::pair<std::string, double>> energy_terms(const Exec& /*ex*/, const Comm& /*comm*/, const Atoms& /*a*/) const {

@@ -122,7 +122,7 @@ class MdModel : public Model {
     const bool kernel_build = s_.neighbor_build == "kernels" || (s_.neighbor_build == "auto" && ctx_.exec.is_cuda());
     list_ = kernel_build ? make_kernel_neighbor_list(ctx_.exec, np_ == 1) : make_host_neighbor_list(ctx_.exec);
     list_->keep_host_copy(s_.rdf_every > 0);
-    list_->allow_threaded_half(pair_->order_free_sums());
+    list_->allow_threaded_half(pair_->threaded_half());
     kernel_build_ = kernel_build;
     thermostat_ = make_thermostat(s_, n_total_);
     barostat_ = make_barostat(cfg_, s_);

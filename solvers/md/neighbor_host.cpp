@@ -1,7 +1,7 @@
 // The host builder of the Verlet list: list bins at least cutoff + skin wide, one row of three bins
 // scanned at a time by a vectorised distance test, each atom's partners put in ascending global id.
-// At one OpenMP thread, or at any for a force term whose sums are order-free, a half list (each
-// pair once); otherwise a full list (each thread owns its atoms' sums).
+// At one OpenMP thread, or at any for a force term that takes it (ForceTerm::threaded_half), a half
+// list (each pair once); otherwise a full list (each thread owns its atoms' sums).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -255,8 +255,9 @@ class HostNeighborList : public NeighborList {
     const int nthreads = omp_get_max_threads();
     // One thread on the host: a half list (each pair once; pair_lj_cut_kernels.cpp's lj_forces_half gives
     // the full list's bits at half the work). Otherwise the full list (threads and CUDA threads
-    // each own their atoms' sums), unless the force term's sums are order-free (fixed point:
-    // threads may then add to each other's atoms through their own arrays).
+    // each own their atoms' sums), unless the force term takes a half list at any thread count
+    // (order-free sums: threads add to each other's atoms through their own arrays; or rows
+    // computed ahead and added in the one-thread order: coul_forces_half).
     half_ = ex.backend() == Backend::host && (nthreads == 1 || threaded_half_);
     const int nslots = half_ ? nlocal : n_own;
     // The threads' list parts persist across builds (their capacity: no fresh pages each build).

@@ -39,8 +39,8 @@ class NeighborList {
   double pairs() const { return pairs_; }
   long builds() const { return builds_; }
 
-  // Whether the host builder may make a half list at more than one thread: the force term sums
-  // pairs order-free (ForceTerm::order_free_sums), so threads may share an atom's pairs.
+  // Whether the host builder may make a half list at more than one thread: the force term takes
+  // one (ForceTerm::threaded_half: order-free sums, or the one-thread order kept).
   void allow_threaded_half(bool allow) { threaded_half_ = allow; }
   // A host copy of the list for host-side computes (the RDF), kept when asked for.
   void keep_host_copy(bool keep) { keep_host_ = keep; }

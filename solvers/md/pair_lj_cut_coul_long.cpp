@@ -3,6 +3,8 @@
 // (exclusions) scaled and corrected; the k-space part is md.kspace_style's (kspace_ewald.cpp).
 #include "solvers/md/pair_lj_cut_coul_long.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -98,6 +100,11 @@ class CoulLong : public ForceTerm {
   bool coulomb() const override { return true; }
   // Mixed precision sums in fixed point: the half list serves any thread count.
   bool order_free_sums() const override { return mixed_; }
+  // Double: the tabulated half list keeps the one-thread order at any thread count, its rows
+  // beyond the first thread's replayed in turn (coul_forces_half); that replay is serial, so past 4
+  // threads the full list (each pair twice, no replay) is expected to be faster (a cost model:
+  // measured at 2 threads only).
+  bool threaded_half() const override { return mixed_ || (tabulate_ && omp_get_max_threads() <= 4); }
   // The table (md.coul_table) depends on alpha and the cutoff: built here, once per alpha.
   void set_ewald_alpha(double alpha) override {
     p_.alpha = alpha;

@@ -1,7 +1,9 @@
 // Molecular dynamics trajectories are bit-identical at any rank count (compared with a run on rank
 // 0 alone with two threads, so with the full neighbour list against the ranks' half lists, atom by
-// atom in id order): ghosts carry wrapped coordinates and ids, the force loop
-// takes the minimum image and sums pairs in ascending id, and atoms migrate at list rebuilds.
+// atom in id order; lj/cut/coul/long in double takes a half list at two threads too, its rows
+// added in the one-thread order, and the kernel-built list is then the full list compared): ghosts
+// carry wrapped coordinates and ids, the force loop takes the minimum image and sums pairs in
+// ascending id, and atoms migrate at list rebuilds.
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include <omp.h>

@@ -384,16 +384,28 @@ TEST(PairCoulLong, TabulatedLoopsGiveCoulPairsBits) {
       p.lj = with_lj;
       const LjTable lj{c.data(), 2};
       std::vector<double> ref[5];
-      for (int threads : {2, 1}) {
+      // The full list at 2 threads (the reference), then the half list at 1, 2 and 3 threads (rows
+      // beyond the first thread's computed ahead and added in turn: coul_forces_half), and at 2
+      // threads without the energies (forces only).
+      struct Case {
+        int threads;
+        bool half, energy;
+      };
+      for (const Case cs : {Case{2, false, true}, Case{1, true, true}, Case{2, true, true}, Case{3, true, true},
+                            Case{2, true, false}}) {
+        const int threads = cs.threads;
+        SCOPED_TRACE(testing::Message() << threads << " threads, " << (cs.half ? "half" : "full") << " list"
+                                        << (cs.energy ? "" : ", no energies"));
         const int saved = omp_get_max_threads();
         omp_set_num_threads(threads);
         auto list = make_host_neighbor_list(ex);
+        list->allow_threaded_half(cs.half);
         atoms.fit_scratch(atoms.nown());
         list->build(atoms, box, 8.5);
         atoms.fit_scratch(list->half() ? atoms.nlocal() : atoms.nown());
         Atoms a = atoms.view(list.get(), box);
-        a.energy = true;
-        if (threads == 2) {
+        a.energy = cs.energy;
+        if (!cs.half) {
           ASSERT_FALSE(a.half);
           // The reference: coul_pair over the full list in list order, as coul_atom sums.
           for (auto& v : ref) v.assign(static_cast<std::size_t>(n), 0.0);
@@ -421,15 +433,15 @@ TEST(PairCoulLong, TabulatedLoopsGiveCoulPairsBits) {
         }
         omp_set_num_threads(saved);
         const double* got[5] = {a.fx, a.fy, a.fz, a.pe, a.virial};
+        const int nw = cs.energy ? 5 : 3;
         long differ = 0, nonzero = 0;
-        for (int w = 0; w < 5; ++w)
+        for (int w = 0; w < nw; ++w)
           for (int i = 0; i < n; ++i) {
             differ += got[w][i] != ref[w][static_cast<std::size_t>(i)];
             nonzero += ref[w][static_cast<std::size_t>(i)] != 0;
           }
-        EXPECT_EQ(differ, 0) << (threads == 1 ? "half list" : "full list")
-                             << (with_lj ? ", lj/cut/coul/long" : ", coul/long");
-        EXPECT_EQ(nonzero, 5L * n);
+        EXPECT_EQ(differ, 0) << (with_lj ? "lj/cut/coul/long" : "coul/long");
+        EXPECT_EQ(nonzero, static_cast<long>(nw) * n);
       }
     }
   ::unsetenv("CUMULUS_NO_AVX512");
