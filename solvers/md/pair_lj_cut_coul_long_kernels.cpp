@@ -164,14 +164,17 @@ CUMULUS_COUL_CLONES void coul_chunk_terms(int m, const Atoms& a, const LjTable& 
     with_lj(std::false_type{});
 }
 
-// What the AVX-512 loop needs beyond CoulParams, prepared once per force call: the reach (the
-// largest cutoff: pairs beyond it are dropped, their terms being zeros), and up to 8 types, each
-// type's row of LJ coefficients field by field (lane t: partner type t), for permutations.
+// What the hand-written loops need beyond CoulParams, prepared once per force call: the reach (the
+// largest cutoff: pairs beyond it are dropped, their terms being zeros), up to 8 types, each
+// type's row of LJ coefficients field by field (lane t: partner type t), for permutations, and
+// which types have no LJ at all (water's hydrogens: the AVX2 loop skips the LJ part of their rows,
+// whose terms are +0 and change no sum).
 constexpr int kFields = sizeof(LjCoefficients) / sizeof(double);
 struct CoulFast {
   const double* xyzq = nullptr;  // each local atom's x, y, z, q together (32 bytes)
   double reach2 = 0;
   bool few_types = false;
+  bool no_lj[8] = {};
   alignas(64) double fields[8][kFields][8] = {};
   alignas(64) double special_coul[8] = {}, special_lj[8] = {};
   void init(const LjTable& lj, const CoulParams& p) {
@@ -179,13 +182,19 @@ struct CoulFast {
     few_types = lj.ntypes <= 8;
     for (int t = 0; t < lj.ntypes * lj.ntypes && p.lj; ++t) reach2 = reach2 > lj.c[t].cut2 ? reach2 : lj.c[t].cut2;
     if (few_types)
-      for (int ti = 0; ti < lj.ntypes; ++ti)
+      for (int ti = 0; ti < lj.ntypes; ++ti) {
+        no_lj[ti] = true;
         for (int tj = 0; tj < lj.ntypes; ++tj) {
-          const double* f = &lj.c[ti * lj.ntypes + tj].cut2;
+          const LjCoefficients& c = lj.c[ti * lj.ntypes + tj];
+          const double* f = &c.cut2;
           for (int k = 0; k < kFields; ++k) fields[ti][k][tj] = f[k];
+          if (c.lj1 != 0 || c.lj2 != 0 || c.lj3 != 0 || c.lj4 != 0 || c.offset != 0) no_lj[ti] = false;
         }
+      }
     for (int l = 0; l < 4; ++l) special_coul[l] = p.special_coul[l], special_lj[l] = p.special_lj[l];
   }
+  // Whether type ti's pairs have no LJ part (every coefficient 0: F/r and the energy get +0).
+  bool skip_lj(int ti) const { return few_types && no_lj[ti]; }
 };
 
 #if defined(__x86_64__)
@@ -511,6 +520,7 @@ __attribute__((target("avx2"))) int coul_chunk_avx2(int m, const int* nb, const 
     for (int w = 0; w < kFields; ++w) rowv[w] = _mm256_load_pd(cf.fields[a.type[i]][w]);
   const __m256d scv = _mm256_load_pd(cf.special_coul), slv = _mm256_load_pd(cf.special_lj);
   const int nfields = energy ? kFields : 3;  // the energy's fields only when it is wanted
+  const bool with_lj = p.lj && !cf.skip_lj(one_type ? 0 : a.type[i]);
   for (int q = 0; q < mp; q += 4) {
     const __m256d dx = _mm256_load_pd(c.dx + q), dy = _mm256_load_pd(c.dy + q), dz = _mm256_load_pd(c.dz + q);
     const __m256d r2 = _mm256_load_pd(c.r2 + q);
@@ -556,7 +566,7 @@ __attribute__((target("avx2"))) int coul_chunk_avx2(int m, const int* nb, const 
     const __m256d neg = _mm256_xor_pd(_mm256_sub_pd(one, fc), sign);
     const __m256d ecorr = _mm256_mul_pd(_mm256_mul_pd(neg, qm), pv);
     __m256d evdwl = _mm256_setzero_pd();
-    if (p.lj) {
+    if (with_lj) {
       __m256d lc[kFields];
       if (one_type) {
         for (int w = 0; w < nfields; ++w) lc[w] = _mm256_set1_pd(row[w]);

@@ -205,10 +205,11 @@ __attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const
   if (a.nspecial > 0)  // partners ascend in id: past i's last special partner, every level is 0
     for (int k = 0; k < mc && !sc.exhausted(); ++k) c.level[k] = sc.level(a.id[c.j[k]]);
   // (2) terms
-  const Consts kc = consts(p, tb);
   const __m256 qi = _mm256_set1_ps(static_cast<float>(a.q[i]));
   const bool one_type = lj.ntypes == 1, few_types = !one_type && lj.ntypes <= 8;
   const int ti = one_type ? 0 : a.type[i];
+  Consts kc = consts(p, tb);
+  kc.lj = p.lj && !(lj.ntypes <= 8 && tb.no_lj[ti]);  // this row's LJ part, unless all of it is +0
   const float* const row = &lj.c[ti * lj.ntypes].cut2;  // 6 floats per partner type
   __m256 rowv[6];
   if (few_types) lj_rows(tb, ti, rowv);
@@ -228,7 +229,7 @@ __attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const
       r2[g] = _mm256_load_ps(c.r2 + q);
       qq[g] = _mm256_mul_ps(kc.qqr2e, _mm256_mul_ps(qi, _mm256_load_ps(c.qj + q)));
       lev[g] = _mm256_load_si256(reinterpret_cast<const __m256i*>(c.level + q));
-      if (p.lj) {
+      if (kc.lj) {
         if (one_type) {
           for (int w = 0; w < nfields; ++w) lc[g][w] = _mm256_set1_ps(row[w]);
         } else if (few_types) {

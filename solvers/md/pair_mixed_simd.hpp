@@ -47,6 +47,9 @@ struct Tables {
   float reach2 = 0;  // the largest cutoff in fp32, squared: a pair at or beyond it has zero terms
   alignas(32) float special_coul[8] = {}, special_lj[8] = {};
   alignas(32) float rows[8][6][8] = {};  // up to 8 types: rows[ti][w][tj], field w of ti against tj
+  // Up to 8 types: whether type ti's pairs have no LJ part (every coefficient 0, as water's
+  // hydrogens': their LJ terms are +0, which change no sum, and the loop skips them).
+  bool no_lj[8] = {};
   void init(const LjTable32& lj, const CoulParams32& p) {
     reach2 = p.cut2;
     for (int t = 0; t < lj.ntypes * lj.ntypes && p.lj; ++t) reach2 = reach2 > lj.c[t].cut2 ? reach2 : lj.c[t].cut2;
@@ -54,6 +57,14 @@ struct Tables {
     for (int ti = 0; ti < lj.ntypes && ti < 8; ++ti)
       for (int w = 0; w < 6; ++w)
         for (int tj = 0; tj < lj.ntypes && tj < 8; ++tj) rows[ti][w][tj] = (&lj.c[ti * lj.ntypes + tj].cut2)[w];
+    if (lj.ntypes <= 8)
+      for (int ti = 0; ti < lj.ntypes; ++ti) {
+        no_lj[ti] = true;
+        for (int tj = 0; tj < lj.ntypes; ++tj) {
+          const LjCoefficients32& c = lj.c[ti * lj.ntypes + tj];
+          if (c.lj1 != 0 || c.lj2 != 0 || c.lj3 != 0 || c.lj4 != 0 || c.offset != 0) no_lj[ti] = false;
+        }
+      }
   }
 };
 

@@ -575,6 +575,65 @@ TEST(PairCoulLong, MixedPrecisionIsDoubleToFp32AndTheSameOverEveryListAndThreadC
   EXPECT_NEAR(out[0].sums[6] + out[0].sums[7] + out[0].sums[8], pe_m, 1e-9 * std::fabs(pe_m));
 }
 
+// A type whose pairs have no LJ part (every coefficient 0, as water's hydrogens): the hand-written
+// loops skip the LJ part of its rows (terms of +0, which change no sum), with the generic loops'
+// bits, in double (full list, and half list at 1 and 2 threads) and in mixed precision.
+TEST(PairCoulLong, TypesWithoutLjKeepTheGenericBits) {
+  Exec ex;
+  MixedIons m(ex);
+  for (std::size_t t : {1, 2, 3}) {  // type 1 against either type; type 0 keeps its own LJ
+    LjCoefficients& q = m.ions.c[t];
+    q.lj1 = q.lj2 = q.lj3 = q.lj4 = q.offset = 0;
+    LjCoefficients32& r = m.c32[t];
+    r.lj1 = r.lj2 = r.lj3 = r.lj4 = r.offset = 0;
+  }
+  struct Path {
+    int threads;
+    bool half, generic;
+  };
+  std::vector<double> ref[5];
+  for (const Path q : {Path{2, false, true}, Path{2, false, false}, Path{1, true, false}, Path{2, true, false}}) {
+    SCOPED_TRACE(testing::Message() << "double, " << q.threads << " threads, " << (q.half ? "half" : "full") << " list, "
+                                    << (q.generic ? "generic" : "hand-written") << " loop");
+    if (q.generic)
+      ::setenv("CUMULUS_NO_AVX512", "1", 1);
+    else
+      ::unsetenv("CUMULUS_NO_AVX512");
+    const int saved = omp_get_max_threads();
+    omp_set_num_threads(q.threads);
+    auto list = make_host_neighbor_list(ex);
+    list->allow_threaded_half(q.half);
+    m.ions.atoms.fit_scratch(m.ions.atoms.nown());
+    list->build(m.ions.atoms, m.ions.box, 8.5);
+    m.ions.atoms.fit_scratch(list->half() ? m.ions.atoms.nlocal() : m.ions.atoms.nown());
+    Atoms a = m.ions.atoms.view(list.get(), m.ions.box);
+    a.energy = true;
+    ASSERT_EQ(a.half, q.half);
+    const LjTable lj{m.ions.c.data(), 2};
+    if (a.half)
+      coul_kernels::host_pass::coul_forces_half(a, lj, m.ions.p);
+    else
+      coul_kernels::host_pass::coul_forces(ex, a, lj, m.ions.p);
+    omp_set_num_threads(saved);
+    ::unsetenv("CUMULUS_NO_AVX512");
+    const double* got[5] = {a.fx, a.fy, a.fz, a.pe, a.virial};
+    for (int w = 0; w < 5; ++w) {
+      const std::vector<double> v(got[w], got[w] + IonChains::n);
+      if (ref[w].empty())
+        ref[w] = v;
+      else
+        EXPECT_TRUE(same_bits(ref[w], v)) << "array " << w;
+    }
+  }
+  const MixedIons::Out generic = m.run(ex, 2, false, true);
+  for (const Path q : {Path{2, false, false}, Path{1, true, false}, Path{2, true, false}}) {
+    const MixedIons::Out o = m.run(ex, q.threads, q.half, false);
+    for (int w = 0; w < 5; ++w)
+      EXPECT_TRUE(same_bits(generic.w[w], o.w[w])) << "mixed, " << q.threads << " threads, " << (q.half ? "half" : "full")
+                                                   << " list: array " << w;
+  }
+}
+
 // A pair beyond the fixed-point range (two atoms 0.05 A apart: an LJ force of about 1e20) makes
 // both atoms' forces and energies NaN on every path (and no other atom's), so that the health check
 // stops the run naming them, and the sums NaN.
