@@ -593,6 +593,11 @@ __attribute__((target("avx2"))) int coul_chunk_avx2(int m, const int* nb, const 
     if (energy) {
       _mm256_store_pd(c.te + q, _mm256_add_pd(_mm256_add_pd(evdwl, ecoul), ecorr));
       _mm256_store_pd(c.tv + q, _mm256_mul_pd(r2, f));
+      // The terms apart, for coul_sums_half and coul_sums_full.
+      _mm256_store_pd(c.f + q, f);
+      _mm256_store_pd(c.ev + q, evdwl);
+      _mm256_store_pd(c.ec + q, ecoul);
+      _mm256_store_pd(c.ek + q, ecorr);
     }
   }
   return mc;
@@ -659,6 +664,16 @@ inline const CoulFast* coul_fast(const Atoms& a, const LjTable& lj, const CoulPa
   (void)a;
 #endif
   return nullptr;
+}
+
+// Whether coul_chunk takes a hand-written loop (AVX-512: cf; AVX2), whose chunks carry each kept
+// pair's separation and terms apart (c.dx ..., c.f, c.ev, c.ec, c.ek) for the sums.
+inline bool hand_chunks(const CoulFast* cf) {
+#if defined(__x86_64__)
+  return cf != nullptr || avx2_chunks;
+#else
+  return cf != nullptr;
+#endif
 }
 
 CUMULUS_COUL_CLONES void coul_forces_full_host(const Atoms& a, const LjTable& lj, const CoulParams& p) {
@@ -928,8 +943,9 @@ void coul_sums_half(const Atoms& a, const LjTable& lj, const CoulParams& p, int 
   const double to_units = ::ldexp(0.5, -e);
   std::vector<double> acc(static_cast<std::size_t>(a.nslots) * 9, 0.0);
   const CoulFast* const cf = p.table.c ? coul_fast(a, lj, p) : nullptr;
-  if (cf) {
-    // The AVX-512 chunks' terms (the same bits as coul_pair's), with share()'s products.
+  const bool chunks = p.table.c && hand_chunks(cf);
+  if (chunks) {
+    // The hand-written loops' terms (the same bits as coul_pair's), with share()'s products.
     CoulChunk c;
     for (int s = 0; s < a.nslots; ++s) {
       const int i = a.order[s];
@@ -951,7 +967,7 @@ void coul_sums_half(const Atoms& a, const LjTable& lj, const CoulParams& p, int 
       }
     }
   }
-  for (int s = 0; s < (cf ? 0 : a.nslots); ++s) {
+  for (int s = 0; s < (chunks ? 0 : a.nslots); ++s) {
     const int i = a.order[s];
     double* const ai = acc.data() + static_cast<std::size_t>(i) * 9;
     for (std::int64_t k = a.start[s]; k < a.start[s + 1]; ++k) {
@@ -979,6 +995,7 @@ void coul_sums_half(const Atoms& a, const LjTable& lj, const CoulParams& p, int 
 void coul_sums_full(const Atoms& a, const LjTable& lj, const CoulParams& p, int e, ExactSum* out) {
   const double to_units = ::ldexp(0.5, -e);
   const CoulFast* const cf = p.table.c ? coul_fast(a, lj, p) : nullptr;
+  const bool chunks = p.table.c && hand_chunks(cf);
   for (int w = 0; w < 9; ++w) out[w] = ExactSum{};
 #pragma omp parallel
   {
@@ -987,7 +1004,7 @@ void coul_sums_full(const Atoms& a, const LjTable& lj, const CoulParams& p, int 
 #pragma omp for schedule(dynamic, 64)
     for (int i = 0; i < a.n; ++i) {
       double t[9] = {};
-      if (cf) {
+      if (chunks) {
         SpecialCursor sc{&a, i};
         for (std::int64_t k0 = a.start[i]; k0 < a.start[i + 1]; k0 += kChunk) {
           const int n = static_cast<int>(a.start[i + 1] - k0 < kChunk ? a.start[i + 1] - k0 : kChunk);

@@ -577,7 +577,8 @@ TEST(PairCoulLong, MixedPrecisionIsDoubleToFp32AndTheSameOverEveryListAndThreadC
 
 // A type whose pairs have no LJ part (every coefficient 0, as water's hydrogens): the hand-written
 // loops skip the LJ part of its rows (terms of +0, which change no sum), with the generic loops'
-// bits, in double (full list, and half list at 1 and 2 threads) and in mixed precision.
+// bits, in double (full list, and half list at 1 and 2 threads; forces, and the nine thermo sums
+// from the loops' terms) and in mixed precision.
 TEST(PairCoulLong, TypesWithoutLjKeepTheGenericBits) {
   Exec ex;
   MixedIons m(ex);
@@ -591,7 +592,7 @@ TEST(PairCoulLong, TypesWithoutLjKeepTheGenericBits) {
     int threads;
     bool half, generic;
   };
-  std::vector<double> ref[5];
+  std::vector<double> ref[5], ref_sums;
   for (const Path q : {Path{2, false, true}, Path{2, false, false}, Path{1, true, false}, Path{2, true, false}}) {
     SCOPED_TRACE(testing::Message() << "double, " << q.threads << " threads, " << (q.half ? "half" : "full") << " list, "
                                     << (q.generic ? "generic" : "hand-written") << " loop");
@@ -614,6 +615,12 @@ TEST(PairCoulLong, TypesWithoutLjKeepTheGenericBits) {
       coul_kernels::host_pass::coul_forces_half(a, lj, m.ions.p);
     else
       coul_kernels::host_pass::coul_forces(ex, a, lj, m.ions.p);
+    // The nine thermo sums (virial tensor, energies) in one walk of the list.
+    ExactSum sums[9];
+    if (a.half)
+      coul_kernels::host_pass::coul_sums_half(a, lj, m.ions.p, -60, sums);
+    else
+      coul_kernels::host_pass::coul_sums_full(a, lj, m.ions.p, -60, sums);
     omp_set_num_threads(saved);
     ::unsetenv("CUMULUS_NO_AVX512");
     const double* got[5] = {a.fx, a.fy, a.fz, a.pe, a.virial};
@@ -624,6 +631,12 @@ TEST(PairCoulLong, TypesWithoutLjKeepTheGenericBits) {
       else
         EXPECT_TRUE(same_bits(ref[w], v)) << "array " << w;
     }
+    std::vector<double> sv(9);
+    for (int w = 0; w < 9; ++w) ASSERT_TRUE(sums[w].value_rounded(-60, &sv[static_cast<std::size_t>(w)]));
+    if (ref_sums.empty())
+      ref_sums = sv;
+    else
+      EXPECT_TRUE(same_bits(ref_sums, sv)) << "the nine sums";
   }
   const MixedIons::Out generic = m.run(ex, 2, false, true);
   for (const Path q : {Path{2, false, false}, Path{1, true, false}, Path{2, true, false}}) {
