@@ -117,6 +117,7 @@ struct alignas(64) MixedChunk {
   float dx[kChunk], dy[kChunk], dz[kChunk], r2[kChunk], qj[kChunk];
   std::int64_t f[3][kChunk], e[kChunk], v[kChunk];
   int bad[kChunk];
+  float tf[kChunk], tev[kChunk], tec[kChunk], tek[kChunk];  // with the energy: F/r and the three energies
 };
 // The AVX2 loop where the CPU has it (CUMULUS_NO_AVX512 in the environment, as for the double
 // path's hand-written loop: the generic loops; the tests compare the two).
@@ -249,11 +250,17 @@ __attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const
       to_fixed(t[g], dv[g][0], dv[g][1], dv[g][2], r2[g], energy, u, ok_f, ok_e);
       for (int w = 0; w < 3; ++w)
         for (int hh = 0; hh < 2; ++hh) _mm256_store_si256(reinterpret_cast<__m256i*>(c.f[w] + q + 4 * hh), u.f[w][hh]);
-      if (energy)
+      if (energy) {
         for (int hh = 0; hh < 2; ++hh) {
           _mm256_store_si256(reinterpret_cast<__m256i*>(c.e + q + 4 * hh), u.e[hh]);
           _mm256_store_si256(reinterpret_cast<__m256i*>(c.v + q + 4 * hh), u.v[hh]);
         }
+        // The terms apart, for coul_sums_half_mixed.
+        _mm256_store_ps(c.tf + q, t[g].f);
+        _mm256_store_ps(c.tev + q, t[g].evdwl);
+        _mm256_store_ps(c.tec + q, t[g].ecoul);
+        _mm256_store_ps(c.tek + q, t[g].ecorr);
+      }
     }
   }
   *bad = (_mm256_movemask_pd(ok_f) == 0xf ? 0 : 1) | (_mm256_movemask_pd(ok_e) == 0xf ? 0 : 2);
@@ -477,22 +484,52 @@ void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParam
 void coul_sums_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParams32& p, int e, ExactSum* out) {
   __int128 total[9] = {};
   int bad_all = 0;
+#if defined(__x86_64__)
+  mixed_simd::Tables tb;
+  tb.init(lj, p);
+#endif
 #pragma omp parallel
   {
     __int128 mine[9] = {};
     int bad = 0;
+    auto add = [&](int i, int j, const MixedPair& m) {
+      const int w = (i < a.n) + (j < a.n);
+      for (int q = 0; q < 9; ++q) {
+        std::int64_t u;
+        if (!fixed::units(share(q, m), &u)) bad = 1;
+        mine[q] += static_cast<__int128>(w * u);
+      }
+    };
+#if defined(__x86_64__)
+    // The AVX2 loop's kept pairs and fp32 terms (a pair dropped has zero shares); a chunk it
+    // found out of range, pair by pair.
+    const bool simd = mixed_simd();
+    MixedChunk c;
+#endif
 #pragma omp for schedule(dynamic, 32)
     for (int s = 0; s < a.nslots; ++s) {
       const int i = a.order[s];
+#if defined(__x86_64__)
+      if (simd) {
+        mixed_pairs(a, nullptr, lj, p, tb, i, a.neighbors + a.start[s], a.start[s + 1] - a.start[s], c,
+                    [&](const MixedChunk& ch, int m, int chunk_bad) {
+                      for (int k = 0; k < m; ++k) {
+                        MixedPair mp;
+                        if (chunk_bad) {
+                          mp = mixed_pair(a, lj, p, i, ch.j[k], ch.level[k]);
+                        } else {
+                          mp.dx = ch.dx[k], mp.dy = ch.dy[k], mp.dz = ch.dz[k], mp.r2 = ch.r2[k];
+                          mp.t.fpair = ch.tf[k], mp.t.evdwl = ch.tev[k], mp.t.ecoul = ch.tec[k], mp.t.ecorr = ch.tek[k];
+                        }
+                        add(i, ch.j[k], mp);
+                      }
+                    });
+        continue;
+      }
+#endif
       for (std::int64_t k = a.start[s]; k < a.start[s + 1]; ++k) {
         const int j = a.neighbors[k];
-        const int w = (i < a.n) + (j < a.n);
-        const MixedPair m = mixed_pair(a, lj, p, i, j, a.nspecial > 0 ? special_level(a, i, a.id[j]) : 0);
-        for (int q = 0; q < 9; ++q) {
-          std::int64_t u;
-          if (!fixed::units(share(q, m), &u)) bad = 1;
-          mine[q] += static_cast<__int128>(w * u);
-        }
+        add(i, j, mixed_pair(a, lj, p, i, j, a.nspecial > 0 ? special_level(a, i, a.id[j]) : 0));
       }
     }
 #pragma omp critical(cumulus_coul_sums_half_mixed)
