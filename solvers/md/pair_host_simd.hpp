@@ -53,6 +53,28 @@ constexpr Compact4 make_compact4() {
 inline constexpr Compact4 kCompact4 = make_compact4();
 
 #if defined(__x86_64__)
+// The AVX2 loops' first pass, 4 partners at a time: nb[q .. q + 4) of a chunk of m entries (the
+// last one repeated past m: no read beyond the list).
+__attribute__((target("avx2"))) inline __m128i partners4(const int* nb, int q, int m) {
+  const int live = m - q < 4 ? m - q : 4;
+  return live == 4 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(nb + q))
+                   : _mm_setr_epi32(nb[q], nb[q + (live > 1 ? 1 : 0)], nb[q + (live > 2 ? 2 : 0)], nb[q + (live > 3 ? 3 : 0)]);
+}
+// The 4 partners' rows of x, y, z, q (4 doubles an atom, 32-byte aligned) loaded whole and
+// transposed 4 x 4 into out[0 .. 3] = x, y, z, q of the 4 lanes (no gathers).
+__attribute__((target("avx2"))) inline void rows4(const double* xyzq, __m128i j, __m256d out[4]) {
+  const __m256d r0 = _mm256_load_pd(xyzq + 4 * _mm_extract_epi32(j, 0));
+  const __m256d r1 = _mm256_load_pd(xyzq + 4 * _mm_extract_epi32(j, 1));
+  const __m256d r2 = _mm256_load_pd(xyzq + 4 * _mm_extract_epi32(j, 2));
+  const __m256d r3 = _mm256_load_pd(xyzq + 4 * _mm_extract_epi32(j, 3));
+  const __m256d a0 = _mm256_unpacklo_pd(r0, r1), a1 = _mm256_unpackhi_pd(r0, r1);
+  const __m256d a2 = _mm256_unpacklo_pd(r2, r3), a3 = _mm256_unpackhi_pd(r2, r3);
+  out[0] = _mm256_permute2f128_pd(a0, a2, 0x20);
+  out[1] = _mm256_permute2f128_pd(a1, a3, 0x20);
+  out[2] = _mm256_permute2f128_pd(a0, a2, 0x31);
+  out[3] = _mm256_permute2f128_pd(a1, a3, 0x31);
+}
+
 inline bool has_avx512() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"); }
 // minimum_image on 8 lanes: d - L above L/2, d + L below -L/2 (the same results).
 __attribute__((target("avx512f,avx512vl"))) inline __m512d image512(__m512d d, __m512d L, __m512d h, __m512d mh) {

@@ -85,6 +85,8 @@ using pair_simd::SpecialCursor;
 using pair_simd::has_avx512;
 using pair_simd::image512;
 using pair_simd::kCompact4;
+using pair_simd::partners4;
+using pair_simd::rows4;
 #endif
 
 // The tabulated terms of a chunk of one atom's neighbours (md.coul_table): the partners' indices,
@@ -444,25 +446,9 @@ __attribute__((target("avx2"))) int coul_chunk_avx2(int m, const int* nb, const 
     }
     for (int q = 0; q < m; q += 4) {
       const int live = m - q < 4 ? m - q : 4;
-      // The 4 partners (the last repeated past m: no read beyond the list), as a vector for the
-      // compaction and as integers for the row loads.
-      const __m128i jv = live == 4 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(nb + q))
-                                   : _mm_setr_epi32(nb[q], nb[q + (live > 1 ? 1 : 0)], nb[q + (live > 2 ? 2 : 0)],
-                                                    nb[q + (live > 3 ? 3 : 0)]);
-      const int jj[4] = {_mm_extract_epi32(jv, 0), _mm_extract_epi32(jv, 1), _mm_extract_epi32(jv, 2),
-                         _mm_extract_epi32(jv, 3)};
-      // Each lane's x, y, z, q loaded whole and transposed 4 x 4 (no gathers).
-      __m256d pos[4];
-      {
-        const __m256d r0 = _mm256_load_pd(xyzq + 4 * jj[0]), r1 = _mm256_load_pd(xyzq + 4 * jj[1]);
-        const __m256d r2_ = _mm256_load_pd(xyzq + 4 * jj[2]), r3 = _mm256_load_pd(xyzq + 4 * jj[3]);
-        const __m256d a0 = _mm256_unpacklo_pd(r0, r1), a1 = _mm256_unpackhi_pd(r0, r1);
-        const __m256d a2 = _mm256_unpacklo_pd(r2_, r3), a3 = _mm256_unpackhi_pd(r2_, r3);
-        pos[0] = _mm256_permute2f128_pd(a0, a2, 0x20);
-        pos[1] = _mm256_permute2f128_pd(a1, a3, 0x20);
-        pos[2] = _mm256_permute2f128_pd(a0, a2, 0x31);
-        pos[3] = _mm256_permute2f128_pd(a1, a3, 0x31);
-      }
+      const __m128i jv = partners4(nb, q, m);
+      __m256d pos[4];  // x, y, z, q
+      rows4(xyzq, jv, pos);
       __m256d dv[3];
       for (int d = 0; d < 3; ++d) {
         // image(): d + (d > L/2 ? -L : (d < -L/2 ? L : 0)), the same values as d - L and d + L

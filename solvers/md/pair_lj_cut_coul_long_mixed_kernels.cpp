@@ -107,6 +107,8 @@ CUMULUS_HD inline FixedTerms fixed_terms(const MixedPair& m, bool energy) {
 // are the next step), and the tests check its bits wherever they run.
 namespace {
 using pair_simd::kCompact4;
+using pair_simd::partners4;
+using pair_simd::rows4;
 using pair_simd::SpecialCursor;
 constexpr int kChunk = 64;  // a multiple of 16
 // A chunk's kept partners (their fp32 separations, r^2 and charges), their terms in fixed-point
@@ -157,23 +159,10 @@ __attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const
     const __m128 reach = _mm_set1_ps(tb.reach2);
     for (int q = 0; q < m; q += 4) {
       const int live = m - q < 4 ? m - q : 4;
-      // The 4 partners (the last repeated past m: no read beyond the list).
-      const __m128i jv = live == 4 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(nb + q))
-                                   : _mm_setr_epi32(nb[q], nb[q + (live > 1 ? 1 : 0)], nb[q + (live > 2 ? 2 : 0)],
-                                                    nb[q + (live > 3 ? 3 : 0)]);
+      const __m128i jv = partners4(nb, q, m);
       __m256d pos[4];  // x, y, z, q
       if (xyzq) {
-        // Each lane's row of 4 doubles, transposed 4 x 4.
-        const __m256d r0 = _mm256_load_pd(xyzq + 4 * _mm_extract_epi32(jv, 0));
-        const __m256d r1 = _mm256_load_pd(xyzq + 4 * _mm_extract_epi32(jv, 1));
-        const __m256d r2_ = _mm256_load_pd(xyzq + 4 * _mm_extract_epi32(jv, 2));
-        const __m256d r3 = _mm256_load_pd(xyzq + 4 * _mm_extract_epi32(jv, 3));
-        const __m256d a0 = _mm256_unpacklo_pd(r0, r1), a1 = _mm256_unpackhi_pd(r0, r1);
-        const __m256d a2 = _mm256_unpacklo_pd(r2_, r3), a3 = _mm256_unpackhi_pd(r2_, r3);
-        pos[0] = _mm256_permute2f128_pd(a0, a2, 0x20);
-        pos[1] = _mm256_permute2f128_pd(a1, a3, 0x20);
-        pos[2] = _mm256_permute2f128_pd(a0, a2, 0x31);
-        pos[3] = _mm256_permute2f128_pd(a1, a3, 0x31);
+        rows4(xyzq, jv, pos);
       } else {
         const double* xs[4] = {a.x, a.y, a.z, a.q};
         for (int d = 0; d < 4; ++d) pos[d] = _mm256_i32gather_pd(xs[d], jv, 8);
