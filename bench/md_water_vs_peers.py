@@ -13,7 +13,8 @@ threads (LAMMPS: 1 rank, it has no threads here) and 2 ranks x 1 thread; the bes
 cumulus runs in both precisions (md.precision double and mixed). Prints ns/day of each, the ratios
 cumulus (double) / LAMMPS (issue's target: >= 2) and cumulus (mixed) / GROMACS (GROMACS runs in
 mixed precision; the issue's target: >= 0.6), each against the peer's best on the same two cores
-(LAMMPS's 2-rank run: it has no threads here; GROMACS's better layout), and where cumulus's time goes (pair, k-space, neighbour list, constraints,
+(LAMMPS's 2-rank run: it has no threads here; GROMACS's better layout), and where cumulus's time goes
+(pair, k-space and its phases, neighbour list, constraints,
 communication, the rest). A benchmark, not a test: exits 0 whatever the ratios (1 when a program
 fails or a peer is missing: `bench/setup-water-peers` installs GROMACS and LAMMPS from Debian).
 
@@ -189,6 +190,12 @@ def cumulus(binary, tmp, work, steps, ranks, precision):
              "constraints": sum(v for k, v in t.items() if k.startswith("md.settle")),
              "communication": t.get("md.ghosts", 0)}
     split["the rest"] = max(wall - sum(split.values()), 0.0)
+    # k-space by phase (PME): spreading the charges, the ghost layers' sums, interpolating the
+    # forces, and the FFTs with the convolution (the remainder: the transforms have no timer of their own).
+    kspace = {"spread": t.get("md.pme_spread", 0), "ghost layers": sum(v for k, v in t.items() if k.startswith("md.pme_halo")),
+              "interpolation": t.get("md.pme_forces", 0)}
+    kspace["FFTs and convolution"] = max(t.get("md.kspace", 0) - sum(kspace.values()), 0.0)
+    split.update({f"k-space {k}": v for k, v in kspace.items()})
     return steps * 2.0e-6 / (wall / 86400.0), {k: v / wall for k, v in split.items()}
 
 
@@ -236,7 +243,10 @@ def main():
             if ranks == 1:
                 print(f"  (against LAMMPS's one-core run above: {best['cumulus double'] / best['LAMMPS']:.2f})")
             for precision, sp in splits[ranks].items():
-                print(f"  cumulus's time, {precision}: " + ", ".join(f"{k} {100 * v:.0f} %" for k, v in sp.items()))
+                main_parts = {k: v for k, v in sp.items() if not k.startswith("k-space ")}
+                phases = {k[len("k-space "):]: v for k, v in sp.items() if k.startswith("k-space ")}
+                print(f"  cumulus's time, {precision}: " + ", ".join(f"{k} {100 * v:.0f} %" for k, v in main_parts.items()))
+                print("    k-space by phase: " + ", ".join(f"{k} {100 * v:.1f} %" for k, v in phases.items()))
 
 
 if __name__ == "__main__":
