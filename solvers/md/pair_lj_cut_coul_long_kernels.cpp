@@ -216,7 +216,8 @@ __attribute__((target("avx512f,avx512vl"))) inline __m512d gather(__m256i idx, c
 }
 // Two passes over a chunk of atom i's list: (1) the partners' separations, keeping (compressed, in
 // list order) those within the reach, typically 60 % of a list with a 2 A skin, and those whose
-// r^2 is NaN (their forces NaN, as the generic loop's); (2) the terms of the kept ones. Returns how many were kept: their partners in c.j, their terms in c.tx ...
+// r^2 is NaN (their forces NaN, as the generic loop's); (2) the terms of the kept ones. Returns
+// how many were kept: their partners in c.j, their terms in c.tx ...
 __attribute__((target("avx512f,avx512vl"))) int coul_chunk_avx512(int m, const int* nb, const Atoms& a,
                                                                   const LjTable& lj, const CoulParams& p,
                                                                   const CoulFast& cf, int i, SpecialCursor& sc,
@@ -416,12 +417,11 @@ inline bool has_avx2() { return __builtin_cpu_supports("avx2"); }
 // Whether coul_chunk takes the AVX2 loop: set by coul_fast (before any parallel region) at each
 // force call, from the CPU and CUMULUS_NO_AVX512.
 bool avx2_chunks = false;
-// The local atoms' x, y, z, q packed (4 doubles an atom) for the AVX2 loop, and the reach (the
-// largest cutoff, squared): set by coul_fast with avx2_chunks (the calling thread's buffer, kept
-// between calls).
+// The local atoms' x, y, z, q packed (4 doubles an atom) for the AVX2 loop, and its constants (the
+// reach, the LJ rows by type, the special factors): set by coul_fast with avx2_chunks (the calling
+// thread's, kept between calls; read by every thread of a force call).
 const double* avx2_xyzq = nullptr;
-double avx2_reach2 = 0;
-const CoulFast* avx2_fast = nullptr;  // the reach, the LJ rows by type and the special factors
+const CoulFast* avx2_fast = nullptr;
 // 4 lanes permuted by perm (kCompact4.pd: the kept lanes first), stored whole.
 __attribute__((target("avx2"))) inline void put_kept(double* out, __m256d v, __m256i perm) {
   _mm256_storeu_pd(out, _mm256_castps_pd(_mm256_permutevar8x32_ps(_mm256_castpd_ps(v), perm)));
@@ -436,7 +436,7 @@ __attribute__((target("avx2"))) int coul_chunk_avx2(int m, const int* nb, const 
   int mc = 0;
   {
     const __m256d ci[3] = {_mm256_set1_pd(a.x[i]), _mm256_set1_pd(a.y[i]), _mm256_set1_pd(a.z[i])};
-    const __m256d reach2 = _mm256_set1_pd(avx2_reach2);
+    const __m256d reach2 = _mm256_set1_pd(avx2_fast->reach2);
     const bool several_types = lj.ntypes > 1;
     __m256d L[3], h[3], mh[3];
     for (int d = 0; d < 3; ++d) {
@@ -631,7 +631,6 @@ inline const CoulFast* coul_fast(const Atoms& a, const LjTable& lj, const CoulPa
     avx2_xyzq = d0;
     thread_local CoulFast cf2;
     cf2.init(lj, p);
-    avx2_reach2 = cf2.reach2;
     avx2_fast = &cf2;
   }
   if (avx512 && !generic) {
