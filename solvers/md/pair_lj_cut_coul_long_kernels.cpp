@@ -797,8 +797,11 @@ void coul_forces_half_tabulated(const Atoms& a, const LjTable& lj, const CoulPar
     }
     return;
   }
-  // Range t: slots [bound[t], bound[t + 1]), by list entries.
-  std::vector<int> bound(static_cast<std::size_t>(nthreads) + 1, a.nslots);
+  // Range t: slots [bound[t], bound[t + 1]), by list entries (the calling thread's vector, kept
+  // between calls: no allocation in the time loop).
+  thread_local std::vector<int> bound_here;
+  std::vector<int>& bound = bound_here;
+  bound.assign(static_cast<std::size_t>(nthreads) + 1, a.nslots);
   bound[0] = 0;
   {
     const std::int64_t first = a.start[0], total = a.start[a.nslots] - first;
