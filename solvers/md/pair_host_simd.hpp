@@ -3,7 +3,13 @@
 // pair_lj_cut_coul_long_mixed_kernels.cpp in mixed precision): the special-partner cursor, the
 // lane compaction of the AVX2 loops, the CPU check and the minimum image in AVX-512. Host code only.
 #if !defined(__CUDACC__)
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -52,6 +58,23 @@ constexpr Compact4 make_compact4() {
 }
 inline constexpr Compact4 kCompact4 = make_compact4();
 
+// The same for 8 lanes of 32 bits (_mm256_permutevar8x32 indices: the kept lanes first, in order;
+// 8 KB): the AVX2 loops' fp32 first pass, 8 partners at a time.
+struct Compact8 {
+  alignas(32) std::int32_t idx[256][8];
+};
+constexpr Compact8 make_compact8() {
+  Compact8 t{};
+  for (int m = 0; m < 256; ++m) {
+    int n = 0;
+    for (int l = 0; l < 8; ++l)
+      if ((m >> l) & 1) t.idx[m][n++] = l;
+    for (; n < 8; ++n) t.idx[m][n] = 0;
+  }
+  return t;
+}
+inline constexpr Compact8 kCompact8 = make_compact8();
+
 #if defined(__x86_64__)
 // The AVX2 loops' first pass, 4 partners at a time: nb[q .. q + 4) of a chunk of m entries (the
 // last one repeated past m: no read beyond the list).
@@ -59,6 +82,20 @@ __attribute__((target("avx2"))) inline __m128i partners4(const int* nb, int q, i
   const int live = m - q < 4 ? m - q : 4;
   return live == 4 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(nb + q))
                    : _mm_setr_epi32(nb[q], nb[q + (live > 1 ? 1 : 0)], nb[q + (live > 2 ? 2 : 0)], nb[q + (live > 3 ? 3 : 0)]);
+}
+// The 8 partners' rows of fp32 x, y, z, w (4 floats an atom, 16-byte aligned) loaded whole and
+// transposed into out[0 .. 3] = x, y, z, w of the 8 lanes (lane k: partner jj[k]).
+__attribute__((target("avx2"))) inline void rows8(const float* xyzw, const int* jj, __m256 out[4]) {
+  __m256 r[4];
+  for (int k = 0; k < 4; ++k)
+    r[k] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_load_ps(xyzw + 4 * static_cast<std::ptrdiff_t>(jj[k]))),
+                                _mm_load_ps(xyzw + 4 * static_cast<std::ptrdiff_t>(jj[k + 4])), 1);
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);  // x0 x1 y0 y1, z0 z1 w0 w1
+  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  out[0] = _mm256_shuffle_ps(t0, t2, 0x44);
+  out[1] = _mm256_shuffle_ps(t0, t2, 0xee);
+  out[2] = _mm256_shuffle_ps(t1, t3, 0x44);
+  out[3] = _mm256_shuffle_ps(t1, t3, 0xee);
 }
 // The 4 partners' rows of x, y, z, q (4 doubles an atom, 32-byte aligned) loaded whole and
 // transposed 4 x 4 into out[0 .. 3] = x, y, z, q of the 4 lanes (no gathers).
@@ -73,6 +110,41 @@ __attribute__((target("avx2"))) inline void rows4(const double* xyzq, __m128i j,
   out[1] = _mm256_permute2f128_pd(a1, a3, 0x20);
   out[2] = _mm256_permute2f128_pd(a0, a2, 0x31);
   out[3] = _mm256_permute2f128_pd(a1, a3, 0x31);
+}
+
+// The AVX2 loops' first pass decides in fp32, 8 lanes at a time, which list entries can be within
+// reach; their second pass computes the kept pairs' separations and terms as before (fp64 rows,
+// the minimum image of the generic loop), so the terms' bits do not depend on the filter. It must
+// never drop a pair whose separation is within reach: its threshold is the reach widened by a
+// bound on the fp32 errors. Each coordinate's rounding to fp32 is within 2^-24 of its size, and so
+// is each operation's; with X the largest coordinate and L the largest box length, a component of
+// the separation (rounded coordinates, difference, minus n L for n = round(d / L), which may take
+// the other image than fp64's only where the two are within these errors of L / 2) is within
+// eps = 2^-20 (X + L) of fp64's, 3 eps counting the other image, so r within 6 eps; the threshold
+// is (reach + 8 eps)^2, widened by 2^-19 for the rounding of r^2, rounded up to fp32. A NaN or an
+// infinite coordinate makes r^2 NaN (kept, as in fp64) or the threshold infinite (all kept).
+struct Filter32 {
+  const float* xyzt = nullptr;  // each local atom's fp32 x, y, z and its type's bits (16 bytes)
+  float reach2 = 0;
+};
+inline Filter32 pack_filter32(const Atoms& a, int n, double reach2, std::vector<float>& buf) {
+  buf.resize(4 * static_cast<std::size_t>(n) + 4);
+  float* const f0 = buf.data() + (4 - (reinterpret_cast<std::uintptr_t>(buf.data()) / sizeof(float)) % 4) % 4;
+  double big = 0;
+  for (int i = 0; i < n; ++i) {
+    float* const f = f0 + 4 * static_cast<std::size_t>(i);
+    f[0] = static_cast<float>(a.x[i]), f[1] = static_cast<float>(a.y[i]), f[2] = static_cast<float>(a.z[i]);
+    const std::int32_t t = a.type[i];
+    std::memcpy(f + 3, &t, sizeof t);
+    const double m = std::max(std::fabs(a.x[i]), std::max(std::fabs(a.y[i]), std::fabs(a.z[i])));
+    if (!(m <= big)) big = m;  // NaN stays (a NaN threshold keeps every pair)
+  }
+  const double L = std::max(a.box[0], std::max(a.box[1], a.box[2]));
+  const double eps = 0x1p-20 * (big + L), r = std::sqrt(reach2) + 8 * eps;
+  Filter32 out;
+  out.xyzt = f0;
+  out.reach2 = std::nextafter(static_cast<float>(r * r * (1 + 0x1p-19)), std::numeric_limits<float>::infinity());
+  return out;
 }
 
 inline bool has_avx512() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"); }

@@ -85,8 +85,10 @@ using pair_simd::SpecialCursor;
 using pair_simd::has_avx512;
 using pair_simd::image512;
 using pair_simd::kCompact4;
+using pair_simd::kCompact8;
 using pair_simd::partners4;
 using pair_simd::rows4;
+using pair_simd::rows8;
 #endif
 
 // The tabulated terms of a chunk of one atom's neighbours (md.coul_table): the partners' indices,
@@ -99,10 +101,11 @@ using pair_simd::rows4;
 constexpr int kChunk = 64;
 constexpr int kLanes = 8;
 struct alignas(64) CoulChunk {
-  int j[kChunk], level[kChunk], type[kChunk];
+  int j[kChunk], level[kChunk], type[kChunk], line[kChunk];  // line: the table's interval (AVX2)
   double dx[kChunk], dy[kChunk], dz[kChunk], r2[kChunk], qj[kChunk];  // the AVX-512 loop's kept pairs
   double tx[kChunk], ty[kChunk], tz[kChunk], te[kChunk], tv[kChunk];
   double f[kChunk], ev[kChunk], ec[kChunk], ek[kChunk];  // F / r and the three energies (AVX-512)
+  double x[kChunk], rinv[kChunk];  // the AVX2 loop's place in the table's interval, 1 / r
 };
 inline int padded(int m) { return (m + kLanes - 1) / kLanes * kLanes; }
 
@@ -422,74 +425,71 @@ bool avx2_chunks = false;
 // thread's, kept between calls; read by every thread of a force call).
 const double* avx2_xyzq = nullptr;
 const CoulFast* avx2_fast = nullptr;
-// 4 lanes permuted by perm (kCompact4.pd: the kept lanes first), stored whole.
-__attribute__((target("avx2"))) inline void put_kept(double* out, __m256d v, __m256i perm) {
-  _mm256_storeu_pd(out, _mm256_castps_pd(_mm256_permutevar8x32_ps(_mm256_castpd_ps(v), perm)));
-}
+pair_simd::Filter32 avx2_filter;  // the first pass's fp32 rows and threshold
 __attribute__((target("avx2"))) int coul_chunk_avx2(int m, const int* nb, const Atoms& a, const LjTable& lj,
                                                     const CoulParams& p, int i, SpecialCursor& sc, bool energy,
                                                     CoulChunk& c) {
   const __m256d one = _mm256_set1_pd(1.0), two = _mm256_set1_pd(2.0);
   const __m256d sign = _mm256_castsi256_pd(_mm256_set1_epi64x(static_cast<long long>(0x8000000000000000ULL)));
   const double* const xyzq = avx2_xyzq;
-  // (1) separations
+  const CoulFast& cf = *avx2_fast;
+  // (1) which entries may be within reach, in fp32 (pack_filter32), 8 at a time: their partners
+  // (and types) compacted in list order.
   int mc = 0;
   {
-    const __m256d ci[3] = {_mm256_set1_pd(a.x[i]), _mm256_set1_pd(a.y[i]), _mm256_set1_pd(a.z[i])};
-    const __m256d reach2 = _mm256_set1_pd(avx2_fast->reach2);
-    const bool several_types = lj.ntypes > 1;
-    __m256d L[3], h[3], mh[3];
+    const float* const xyzt = avx2_filter.xyzt;
+    __m256 ci[3], L[3], iL[3];
+    const double* const xi[3] = {a.x, a.y, a.z};
     for (int d = 0; d < 3; ++d) {
-      L[d] = _mm256_set1_pd(a.box[d]);
-      h[d] = _mm256_set1_pd(0.5 * a.box[d]);
-      mh[d] = _mm256_set1_pd(-(0.5 * a.box[d]));
+      ci[d] = _mm256_set1_ps(static_cast<float>(xi[d][i]));
+      L[d] = _mm256_set1_ps(static_cast<float>(a.box[d]));
+      iL[d] = _mm256_set1_ps(static_cast<float>(1.0 / a.box[d]));
     }
-    for (int q = 0; q < m; q += 4) {
-      const int live = m - q < 4 ? m - q : 4;
-      const __m128i jv = partners4(nb, q, m);
-      __m256d pos[4];  // x, y, z, q
-      rows4(xyzq, jv, pos);
-      __m256d dv[3];
+    const __m256 reach2 = _mm256_set1_ps(avx2_filter.reach2);
+    const bool several_types = lj.ntypes > 1;
+    alignas(32) int tail[8];
+    for (int q = 0; q < m; q += 8) {
+      const int live = m - q < 8 ? m - q : 8;
+      const int* jj = nb + q;
+      if (live < 8) {  // the last partner repeated: no read beyond the list
+        for (int k = 0; k < 8; ++k) tail[k] = nb[q + (k < live ? k : live - 1)];
+        jj = tail;
+      }
+      __m256 pos[4];  // x, y, z, type bits
+      rows8(xyzt, jj, pos);
+      __m256 r2 = _mm256_setzero_ps();
       for (int d = 0; d < 3; ++d) {
-        // image(): d + (d > L/2 ? -L : (d < -L/2 ? L : 0)), the same values as d - L and d + L
-        const __m256d dd = _mm256_sub_pd(ci[d], pos[d]);
-        const __m256d gt = _mm256_cmp_pd(dd, h[d], _CMP_GT_OQ), lt = _mm256_cmp_pd(dd, mh[d], _CMP_LT_OQ);
-        dv[d] = _mm256_blendv_pd(_mm256_blendv_pd(dd, _mm256_add_pd(dd, L[d]), lt), _mm256_sub_pd(dd, L[d]), gt);
+        __m256 dd = _mm256_sub_ps(ci[d], pos[d]);
+        const __m256 n = _mm256_round_ps(_mm256_mul_ps(dd, iL[d]), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        dd = _mm256_sub_ps(dd, _mm256_mul_ps(L[d], n));
+        r2 = _mm256_add_ps(r2, _mm256_mul_ps(dd, dd));
       }
-      const __m256d r2 =
-          _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(dv[0], dv[0]), _mm256_mul_pd(dv[1], dv[1])), _mm256_mul_pd(dv[2], dv[2]));
-      const int keep = _mm256_movemask_pd(_mm256_cmp_pd(r2, reach2, _CMP_NGE_UQ)) & ((1 << live) - 1);
+      const int keep = _mm256_movemask_ps(_mm256_cmp_ps(r2, reach2, _CMP_NGE_UQ)) & ((1 << live) - 1);
       // The kept lanes to the front, stored whole at mc (<= q: within the chunk's arrays).
-      const __m256i perm = _mm256_load_si256(reinterpret_cast<const __m256i*>(kCompact4.pd[keep]));
-      put_kept(c.dx + mc, dv[0], perm);
-      put_kept(c.dy + mc, dv[1], perm);
-      put_kept(c.dz + mc, dv[2], perm);
-      put_kept(c.r2 + mc, r2, perm);
-      put_kept(c.qj + mc, pos[3], perm);
-      const __m128i pj = _mm_load_si128(reinterpret_cast<const __m128i*>(kCompact4.ps[keep]));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(c.j + mc), _mm_castps_si128(_mm_permutevar_ps(_mm_castsi128_ps(jv), pj)));
-      if (several_types) {  // the partners' types, gathered here off the terms' path
-        const __m128i tj = _mm_i32gather_epi32(a.type, jv, 4);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(c.type + mc), _mm_castps_si128(_mm_permutevar_ps(_mm_castsi128_ps(tj), pj)));
-      }
+      const __m256i perm = _mm256_load_si256(reinterpret_cast<const __m256i*>(kCompact8.idx[keep]));
+      const __m256i jv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(jj));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(c.j + mc), _mm256_permutevar8x32_epi32(jv, perm));
+      if (several_types)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(c.type + mc), _mm256_permutevar8x32_epi32(_mm256_castps_si256(pos[3]), perm));
       mc += __builtin_popcount(static_cast<unsigned>(keep));
     }
   }
   if (mc == 0) return 0;
-  // Padding to whole vectors: atom i itself at a unit distance (finite terms, never read).
+  // Padding to whole vectors: atom i itself, at a unit distance (finite terms, never read).
   const int mp = (mc + 3) / 4 * 4;
-  for (int k = mc; k < mp; ++k) {
-    c.dx[k] = c.dy[k] = c.dz[k] = 0;
-    c.r2[k] = 1;
-    c.qj[k] = 0;
-    c.j[k] = i;
-  }
+  for (int k = mc; k < mp; ++k) c.j[k] = i;
   for (int k = 0; k < mp; ++k) c.level[k] = 0;
   if (a.nspecial > 0)  // partners ascend in id: past i's last special partner, every level is 0
     for (int k = 0; k < mc && !sc.exhausted(); ++k) c.level[k] = sc.level(a.id[c.j[k]]);
   if (lj.ntypes > 1)
     for (int k = mc; k < mp; ++k) c.type[k] = a.type[i];
-  // (2) terms: coul_pair_tabulated
+  const __m256d ci[3] = {_mm256_set1_pd(a.x[i]), _mm256_set1_pd(a.y[i]), _mm256_set1_pd(a.z[i])};
+  __m256d L[3], h[3], mh[3];
+  for (int d = 0; d < 3; ++d) {
+    L[d] = _mm256_set1_pd(a.box[d]);
+    h[d] = _mm256_set1_pd(0.5 * a.box[d]);
+    mh[d] = _mm256_set1_pd(-(0.5 * a.box[d]));
+  }
   const __m256d qi = _mm256_set1_pd(a.q[i]), qqr2e = _mm256_set1_pd(p.qqr2e), cut2 = _mm256_set1_pd(p.cut2);
   const __m256d smax = _mm256_set1_pd(p.table.smax), inv_ds = _mm256_set1_pd(p.table.inv_ds);
   const __m256d two_inv_ds = _mm256_set1_pd(2 * p.table.inv_ds);
@@ -500,13 +500,43 @@ __attribute__((target("avx2"))) int coul_chunk_avx2(int m, const int* nb, const 
   // t: type t), picked by a permute of 32-bit halves rather than a gather.
   // (From avx2_fast, prepared once per force call: a row built here in a stack array and loaded
   // whole stalls on the store forwarding, per chunk.)
-  const CoulFast& cf = *avx2_fast;
   __m256d rowv[kFields];
   if (few_types)
     for (int w = 0; w < kFields; ++w) rowv[w] = _mm256_load_pd(cf.fields[a.type[i]][w]);
   const __m256d scv = _mm256_load_pd(cf.special_coul), slv = _mm256_load_pd(cf.special_lj);
   const int nfields = energy ? kFields : 3;  // the energy's fields only when it is wanted
   const bool with_lj = p.lj && !cf.skip_lj(one_type ? 0 : a.type[i]);
+  // (2) the kept partners' separations in fp64: the generic loop's minimum image (image()),
+  // d + (d > L/2 ? -L : (d < -L/2 ? L : 0)), the same values as d - L and d + L. A loop of its own:
+  // with the terms' in one, each vector's chain of latencies (the rows' loads, the image, then the
+  // table's lines) was too long for the iterations to overlap.
+  const __m256i lane = _mm256_setr_epi64x(0, 1, 2, 3);
+  for (int q = 0; q < mp; q += 4) {
+    __m256d pos[4];  // x, y, z, q
+    rows4(xyzq, _mm_load_si128(reinterpret_cast<const __m128i*>(c.j + q)), pos);
+    __m256d dv[3];
+    for (int d = 0; d < 3; ++d) {
+      const __m256d dd = _mm256_sub_pd(ci[d], pos[d]);
+      const __m256d gt = _mm256_cmp_pd(dd, h[d], _CMP_GT_OQ), lt = _mm256_cmp_pd(dd, mh[d], _CMP_LT_OQ);
+      dv[d] = _mm256_blendv_pd(_mm256_blendv_pd(dd, _mm256_add_pd(dd, L[d]), lt), _mm256_sub_pd(dd, L[d]), gt);
+    }
+    __m256d r2 = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(dv[0], dv[0]), _mm256_mul_pd(dv[1], dv[1])), _mm256_mul_pd(dv[2], dv[2]));
+    if (q + 4 > mc)  // the padding's lanes at a unit distance
+      r2 = _mm256_blendv_pd(r2, one, _mm256_castsi256_pd(_mm256_cmpgt_epi64(lane, _mm256_set1_epi64x(mc - q - 1))));
+    _mm256_store_pd(c.dx + q, dv[0]);
+    _mm256_store_pd(c.dy + q, dv[1]);
+    _mm256_store_pd(c.dz + q, dv[2]);
+    _mm256_store_pd(c.r2 + q, r2);
+    _mm256_store_pd(c.qj + q, pos[3]);
+    // coul_table_eval's interval and place in it, and 1 / r: the table's lines are loaded in (3)
+    // without waiting on them.
+    _mm256_store_pd(c.rinv + q, _mm256_div_pd(one, _mm256_sqrt_pd(r2)));
+    const __m256d v = _mm256_mul_pd(_mm256_min_pd(r2, smax), inv_ds);
+    const __m128i k = _mm_min_epi32(_mm256_cvttpd_epi32(v), last);
+    _mm_store_si128(reinterpret_cast<__m128i*>(c.line + q), k);
+    _mm256_store_pd(c.x + q, _mm256_sub_pd(_mm256_mul_pd(two, _mm256_sub_pd(v, _mm256_cvtepi32_pd(k))), one));
+  }
+  // (3) terms: coul_pair_tabulated
   for (int q = 0; q < mp; q += 4) {
     const __m256d dx = _mm256_load_pd(c.dx + q), dy = _mm256_load_pd(c.dy + q), dz = _mm256_load_pd(c.dz + q);
     const __m256d r2 = _mm256_load_pd(c.r2 + q);
@@ -518,16 +548,13 @@ __attribute__((target("avx2"))) int coul_chunk_avx2(int m, const int* nb, const 
     const __m256d fc = _mm256_castps_pd(_mm256_permutevar8x32_ps(_mm256_castpd_ps(scv), lidx));
     const __m256d fl = _mm256_castps_pd(_mm256_permutevar8x32_ps(_mm256_castpd_ps(slv), lidx));
     const __m256d in_c = _mm256_and_pd(_mm256_cmp_pd(r2, cut2, _CMP_LT_OQ), one);
-    const __m256d rinv = _mm256_div_pd(one, _mm256_sqrt_pd(r2)), r2i = _mm256_mul_pd(rinv, rinv);
+    const __m256d rinv = _mm256_load_pd(c.rinv + q), r2i = _mm256_mul_pd(rinv, rinv);
     // coul_table_eval
-    const __m256d v = _mm256_mul_pd(_mm256_min_pd(r2, smax), inv_ds);
-    const __m128i k = _mm_min_epi32(_mm256_cvttpd_epi32(v), last);
-    const __m256d x = _mm256_sub_pd(_mm256_mul_pd(two, _mm256_sub_pd(v, _mm256_cvtepi32_pd(k))), one);
+    const __m256d x = _mm256_load_pd(c.x + q);
     // Each lane's table line (8 coefficients) loaded whole, the two 4 x 4 halves transposed.
     __m256d cm[8];
     {
-      alignas(16) int kk[4];
-      _mm_store_si128(reinterpret_cast<__m128i*>(kk), k);
+      const int* const kk = c.line + q;
       for (int half = 0; half < 2; ++half) {
         const __m256d r0 = _mm256_loadu_pd(p.table.c + 8 * kk[0] + 4 * half), r1 = _mm256_loadu_pd(p.table.c + 8 * kk[1] + 4 * half);
         const __m256d r2_ = _mm256_loadu_pd(p.table.c + 8 * kk[2] + 4 * half), r3 = _mm256_loadu_pd(p.table.c + 8 * kk[3] + 4 * half);
@@ -632,6 +659,8 @@ inline const CoulFast* coul_fast(const Atoms& a, const LjTable& lj, const CoulPa
     thread_local CoulFast cf2;
     cf2.init(lj, p);
     avx2_fast = &cf2;
+    thread_local std::vector<float> packed2f;
+    avx2_filter = pair_simd::pack_filter32(a, std::max(a.nlocal, a.n), cf2.reach2, packed2f);
   }
   if (avx512 && !generic) {
     thread_local CoulFast cf;

@@ -647,6 +647,79 @@ TEST(PairCoulLong, TypesWithoutLjKeepTheGenericBits) {
   }
 }
 
+// The AVX2 loops' first pass filters the list in fp32 (pair_host_simd.hpp, pack_filter32), with a
+// threshold widened by a bound on fp32's errors: it must keep every pair within reach, even far from
+// the origin (fp32 steps of 6e-5 A at 1,000 A) and across the periodic boundary. Pairs of ions at
+// 1e-12 to 1e-3 A inside the reach (8 A) and as far outside, in a 1,000 A box: the hand-written
+// loops give the generic loops' bits, and each pair inside has its terms.
+TEST(PairCoulLong, FirstPassKeepsEveryPairWithinReach) {
+  Exec ex;
+  IonChains ions(ex);  // its parameters; the atoms are replaced
+  const double box[3] = {1000.0, 1000.0, 1000.0};
+  const double gaps[] = {1e-12, 1e-9, 1e-6, 1e-4, 1e-3};
+  const int npairs = 2 * 5 * 3;  // inside and outside, 5 gaps, 3 places
+  MdAtoms atoms(ex, std::vector<double>{22.99, 35.45}, AtomLayout{.charged = true});
+  atoms.store.resize_owned(2 * npairs);
+  int k = 0;
+  for (int place = 0; place < 3; ++place)
+    for (int side = -1; side <= 1; side += 2)
+      for (double gap : gaps) {
+        // One ion near a far corner (or across the boundary from its partner), its partner 8 A
+        // -+ gap away along a skew direction.
+        const double dir[3] = {0.48, -0.6, 0.64};  // unit length
+        const double r = 8.0 + side * gap;
+        const double at[3] = {place == 0 ? 996.0 : (place == 1 ? 3.0 : 501.0), 100.0 + 30.0 * k, 950.5 - 30.0 * k};
+        for (int d = 0; d < 3; ++d) {
+          double xj = at[d] + r * dir[d];
+          xj -= box[d] * std::floor(xj / box[d]);
+          atoms.hx(d)[2 * k] = at[d];
+          atoms.hx(d)[2 * k + 1] = xj;
+        }
+        for (int e = 0; e < 2; ++e) {
+          atoms.hid()[2 * k + e] = 2 * k + e;
+          atoms.htype()[2 * k + e] = e;
+          atoms.store.host<double>(atoms.charge)[2 * k + e] = e ? -0.8 : 0.6;
+        }
+        ++k;
+      }
+  atoms.store.upload();
+  const LjTable lj{ions.c.data(), 2};
+  std::vector<double> ref[5];
+  for (bool generic : {true, false}) {
+    if (generic)
+      ::setenv("CUMULUS_NO_AVX512", "1", 1);
+    else
+      ::unsetenv("CUMULUS_NO_AVX512");
+    const int saved = omp_get_max_threads();
+    omp_set_num_threads(1);
+    auto list = make_host_neighbor_list(ex);
+    atoms.fit_scratch(atoms.nown());
+    list->build(atoms, box, 8.5);
+    atoms.fit_scratch(list->half() ? atoms.nlocal() : atoms.nown());
+    Atoms a = atoms.view(list.get(), box);
+    a.energy = true;
+    if (a.half)
+      coul_kernels::host_pass::coul_forces_half(a, lj, ions.p);
+    else
+      coul_kernels::host_pass::coul_forces(ex, a, lj, ions.p);
+    omp_set_num_threads(saved);
+    ::unsetenv("CUMULUS_NO_AVX512");
+    const double* got[5] = {a.fx, a.fy, a.fz, a.pe, a.virial};
+    for (int w = 0; w < 5; ++w) {
+      const std::vector<double> v(got[w], got[w] + 2 * npairs);
+      if (generic) {
+        ref[w] = v;
+      } else {
+        EXPECT_TRUE(same_bits(ref[w], v)) << "array " << w;
+      }
+    }
+  }
+  for (int q = 0; q < npairs; ++q) {
+    const bool inside = (q / 5) % 2 == 0;
+    EXPECT_EQ(ref[0][static_cast<std::size_t>(2 * q)] != 0, inside) << "pair " << q;
+  }
+}
+
 // A pair beyond the fixed-point range (two atoms 0.05 A apart: an LJ force of about 1e20) makes
 // both atoms' forces and energies NaN on every path (and no other atom's), so that the health check
 // stops the run naming them, and the sums NaN.
