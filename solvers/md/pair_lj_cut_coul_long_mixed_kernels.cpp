@@ -106,21 +106,29 @@ CUMULUS_HD inline FixedTerms fixed_terms(const MixedPair& m, bool energy) {
 // no sum. AVX2 rather than AVX-512: every x86-64 machine this runs on has it (AVX-512's 16 lanes
 // are the next step), and the tests check its bits wherever they run.
 namespace {
-using pair_simd::kCompact4;
-using pair_simd::partners4;
+using pair_simd::kCompact8;
 using pair_simd::rows4;
+using pair_simd::rows8;
 using pair_simd::SpecialCursor;
 constexpr int kChunk = 64;  // a multiple of 16
 // A chunk's kept partners (their fp32 separations, r^2 and charges), their terms in fixed-point
 // units (fixed_terms'), and per-partner flags when a term was out of range (filled only then, by
 // the scalar path).
 struct alignas(64) MixedChunk {
-  int j[kChunk], level[kChunk];
+  int j[kChunk], level[kChunk], type[kChunk];
   float dx[kChunk], dy[kChunk], dz[kChunk], r2[kChunk], qj[kChunk];
   std::int64_t f[3][kChunk], e[kChunk], v[kChunk];
   int bad[kChunk];
   float tf[kChunk], tev[kChunk], tec[kChunk], tek[kChunk];  // with the energy: F/r and the three energies
 };
+// The first pass's fp32 rows and threshold (pair_simd::pack_filter32) for tb, in the calling
+// thread's buffer (kept between calls). A pair whose fp32 r^2 (from its fp64 separation rounded,
+// as mixed_pair's) is below tb.reach2 has an fp64 r^2 below tb.reach2 (1 + 2^-20): the five
+// roundings on the way are each within 2^-24.
+void pack_filter(const Atoms& a, mixed_simd::Tables& tb) {
+  thread_local std::vector<float> buf;
+  tb.filter = pair_simd::pack_filter32(a, a.nlocal > a.n ? a.nlocal : a.n, static_cast<double>(tb.reach2) * (1 + 0x1p-20), buf);
+}
 // The AVX2 loop where the CPU has it (CUMULUS_NO_AVX512 in the environment, as for the double
 // path's hand-written loop: the generic loops; the tests compare the two).
 bool mixed_simd() {
@@ -146,8 +154,57 @@ __attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const
                                                       const LjTable32& lj, const CoulParams32& p, const mixed_simd::Tables& tb,
                                                       int i, SpecialCursor& sc, bool energy, MixedChunk& c, int* bad) {
   using namespace mixed_simd;
-  // (1) separations
+  // (1) which entries may be within reach, in fp32 (pair_simd::pack_filter32: fp32 positions, a
+  // threshold widened by their errors), 8 at a time: their partners and types compacted in list order.
   int mc = 0;
+  const bool several_types = lj.ntypes > 1;
+  {
+    const float* const xyzt = tb.filter.xyzt;
+    __m256 ci[3], L[3], iL[3];
+    const double* const xi[3] = {a.x, a.y, a.z};
+    for (int d = 0; d < 3; ++d) {
+      ci[d] = _mm256_set1_ps(static_cast<float>(xi[d][i]));
+      L[d] = _mm256_set1_ps(static_cast<float>(a.box[d]));
+      iL[d] = _mm256_set1_ps(static_cast<float>(1.0 / a.box[d]));
+    }
+    const __m256 reach = _mm256_set1_ps(tb.filter.reach2);
+    alignas(32) int tail[8];
+    for (int q = 0; q < m; q += 8) {
+      const int live = m - q < 8 ? m - q : 8;
+      const int* jj = nb + q;
+      if (live < 8) {  // the last partner repeated: no read beyond the list
+        for (int k = 0; k < 8; ++k) tail[k] = nb[q + (k < live ? k : live - 1)];
+        jj = tail;
+      }
+      __m256 pos[4];  // x, y, z, type bits
+      rows8(xyzt, jj, pos);
+      __m256 r2 = _mm256_setzero_ps();
+      for (int d = 0; d < 3; ++d) {
+        __m256 dd = _mm256_sub_ps(ci[d], pos[d]);
+        const __m256 n = _mm256_round_ps(_mm256_mul_ps(dd, iL[d]), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        dd = _mm256_sub_ps(dd, _mm256_mul_ps(L[d], n));
+        r2 = _mm256_add_ps(r2, _mm256_mul_ps(dd, dd));
+      }
+      const int keep = _mm256_movemask_ps(_mm256_cmp_ps(r2, reach, _CMP_NGE_UQ)) & ((1 << live) - 1);
+      // The kept lanes to the front, stored whole at mc (<= q: within the chunk's arrays).
+      const __m256i perm = _mm256_load_si256(reinterpret_cast<const __m256i*>(kCompact8.idx[keep]));
+      const __m256i jv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(jj));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(c.j + mc), _mm256_permutevar8x32_epi32(jv, perm));
+      if (several_types)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(c.type + mc), _mm256_permutevar8x32_epi32(_mm256_castps_si256(pos[3]), perm));
+      mc += __builtin_popcount(static_cast<unsigned>(keep));
+    }
+  }
+  *bad = 0;
+  if (mc == 0) return 0;
+  // Padding to whole pairs of 8-lane groups: atom i itself beyond every cutoff (zero terms).
+  const int mp = (mc + 15) / 16 * 16;
+  for (int k = mc; k < mp; ++k) {
+    c.j[k] = i;
+    c.type[k] = several_types ? a.type[i] : 0;
+  }
+  // (2) the kept partners' separations: fp64 differences, the minimum image (4 lanes at a time),
+  // rounded to fp32, and r^2 in fp32, as mixed_pair computes them.
   {
     const __m256d ci[3] = {_mm256_set1_pd(a.x[i]), _mm256_set1_pd(a.y[i]), _mm256_set1_pd(a.z[i])};
     __m256d L[3], h[3], mh[3];
@@ -156,10 +213,8 @@ __attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const
       h[d] = _mm256_set1_pd(0.5 * a.box[d]);
       mh[d] = _mm256_set1_pd(-(0.5 * a.box[d]));
     }
-    const __m128 reach = _mm_set1_ps(tb.reach2);
-    for (int q = 0; q < m; q += 4) {
-      const int live = m - q < 4 ? m - q : 4;
-      const __m128i jv = partners4(nb, q, m);
+    for (int q = 0; q < mc; q += 4) {
+      const __m128i jv = _mm_load_si128(reinterpret_cast<const __m128i*>(c.j + q));
       __m256d pos[4];  // x, y, z, q
       if (xyzq) {
         rows4(xyzq, jv, pos);
@@ -169,27 +224,16 @@ __attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const
       }
       __m128 dv[3];
       for (int d = 0; d < 3; ++d) dv[d] = _mm256_cvtpd_ps(image4(_mm256_sub_pd(ci[d], pos[d]), L[d], h[d], mh[d]));
-      const __m128 r2 = _mm_add_ps(_mm_add_ps(_mm_mul_ps(dv[0], dv[0]), _mm_mul_ps(dv[1], dv[1])), _mm_mul_ps(dv[2], dv[2]));
-      const int keep = _mm_movemask_ps(_mm_cmp_ps(r2, reach, _CMP_NGE_UQ)) & ((1 << live) - 1);
-      // The kept lanes to the front, stored whole at mc (<= q: within the chunk's arrays).
-      const __m128i pj = _mm_load_si128(reinterpret_cast<const __m128i*>(kCompact4.ps[keep]));
-      _mm_storeu_ps(c.dx + mc, _mm_permutevar_ps(dv[0], pj));
-      _mm_storeu_ps(c.dy + mc, _mm_permutevar_ps(dv[1], pj));
-      _mm_storeu_ps(c.dz + mc, _mm_permutevar_ps(dv[2], pj));
-      _mm_storeu_ps(c.r2 + mc, _mm_permutevar_ps(r2, pj));
-      _mm_storeu_ps(c.qj + mc, _mm_permutevar_ps(_mm256_cvtpd_ps(pos[3]), pj));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(c.j + mc), _mm_castps_si128(_mm_permutevar_ps(_mm_castsi128_ps(jv), pj)));
-      mc += __builtin_popcount(static_cast<unsigned>(keep));
+      _mm_store_ps(c.dx + q, dv[0]);
+      _mm_store_ps(c.dy + q, dv[1]);
+      _mm_store_ps(c.dz + q, dv[2]);
+      _mm_store_ps(c.r2 + q, _mm_add_ps(_mm_add_ps(_mm_mul_ps(dv[0], dv[0]), _mm_mul_ps(dv[1], dv[1])), _mm_mul_ps(dv[2], dv[2])));
+      _mm_store_ps(c.qj + q, _mm256_cvtpd_ps(pos[3]));
     }
   }
-  *bad = 0;
-  if (mc == 0) return 0;
-  // Padding to whole pairs of 8-lane groups: atom i itself beyond every cutoff (zero terms).
-  const int mp = (mc + 15) / 16 * 16;
   for (int k = mc; k < mp; ++k) {
     c.dx[k] = c.dy[k] = c.dz[k] = c.qj[k] = 0;
     c.r2[k] = 2 * tb.reach2 + 1;
-    c.j[k] = i;
   }
   for (int k = 0; k < mp; ++k) c.level[k] = 0;
   if (a.nspecial > 0)  // partners ascend in id: past i's last special partner, every level is 0
@@ -212,7 +256,6 @@ __attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const
     __m256i lev[G];
     for (int g = 0; g < G; ++g) {
       const int q = q0 + 8 * g;
-      const __m256i j = _mm256_load_si256(reinterpret_cast<const __m256i*>(c.j + q));
       dv[g][0] = _mm256_load_ps(c.dx + q);
       dv[g][1] = _mm256_load_ps(c.dy + q);
       dv[g][2] = _mm256_load_ps(c.dz + q);
@@ -223,10 +266,10 @@ __attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const
         if (one_type) {
           for (int w = 0; w < nfields; ++w) lc[g][w] = _mm256_set1_ps(row[w]);
         } else if (few_types) {
-          const __m256i tj = _mm256_i32gather_epi32(a.type, j, 4);
+          const __m256i tj = _mm256_load_si256(reinterpret_cast<const __m256i*>(c.type + q));
           for (int w = 0; w < nfields; ++w) lc[g][w] = _mm256_permutevar8x32_ps(rowv[w], tj);
         } else {
-          const __m256i t6 = _mm256_mullo_epi32(_mm256_i32gather_epi32(a.type, j, 4), _mm256_set1_epi32(6));
+          const __m256i t6 = _mm256_mullo_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(c.type + q)), _mm256_set1_epi32(6));
           for (int w = 0; w < nfields; ++w) lc[g][w] = _mm256_i32gather_ps(row, _mm256_add_epi32(t6, _mm256_set1_epi32(w)), 4);
         }
       }
@@ -313,6 +356,7 @@ void coul_forces_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj, cons
     detail::KernelTimer<int> timer(ex, "md.forces");
     mixed_simd::Tables tb;
     tb.init(lj, p);
+    pack_filter(a, tb);
 #pragma omp parallel
     {
       MixedChunk c;
@@ -377,6 +421,7 @@ void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParam
 #if defined(__x86_64__)
   mixed_simd::Tables tb;
   tb.init(lj, p);
+  pack_filter(a, tb);
 #endif
 #pragma omp parallel num_threads(nthreads)
   {
@@ -476,6 +521,7 @@ void coul_sums_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParams3
 #if defined(__x86_64__)
   mixed_simd::Tables tb;
   tb.init(lj, p);
+  pack_filter(a, tb);
 #endif
 #pragma omp parallel
   {

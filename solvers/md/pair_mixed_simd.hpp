@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "solvers/md/fixed_point.hpp"
+#include "solvers/md/pair_host_simd.hpp"
 #include "solvers/md/pair_lj_cut_coul_long.hpp"
 
 namespace cumulus::md::mixed_simd {
@@ -45,6 +46,7 @@ __attribute__((target("avx2"))) inline __m256i fixed4(__m256d v, __m256d& ok) {
 // the loop's time on the water benchmark).
 struct Tables {
   float reach2 = 0;  // the largest cutoff in fp32, squared: a pair at or beyond it has zero terms
+  pair_simd::Filter32 filter;  // the first pass's fp32 rows and threshold (pack_filter)
   alignas(32) float special_coul[8] = {}, special_lj[8] = {};
   alignas(32) float rows[8][6][8] = {};  // up to 8 types: rows[ti][w][tj], field w of ti against tj
   // Up to 8 types: whether type ti's pairs have no LJ part (every coefficient 0, as water's

@@ -718,6 +718,59 @@ TEST(PairCoulLong, FirstPassKeepsEveryPairWithinReach) {
     const bool inside = (q / 5) % 2 == 0;
     EXPECT_EQ(ref[0][static_cast<std::size_t>(2 * q)] != 0, inside) << "pair " << q;
   }
+  // Mixed precision: the fp32 cutoff decides, the same filter keeps (the half list at one thread,
+  // the full list at two: both AVX2 loops against the generic ones).
+  CoulParams32 p32;
+  p32.qqr2e = static_cast<float>(ions.p.qqr2e);
+  p32.cut2 = static_cast<float>(ions.p.cut2);
+  const std::vector<float> table32(ions.table.begin(), ions.table.end());
+  p32.table = CoulTableViewT<float>{table32.data(), static_cast<float>(ions.p.table.inv_ds), p32.cut2, ions.p.table.n};
+  std::vector<LjCoefficients32> c32;
+  for (const LjCoefficients& q : ions.c)
+    c32.push_back({static_cast<float>(q.cut2), static_cast<float>(q.lj1), static_cast<float>(q.lj2), static_cast<float>(q.lj3),
+                   static_cast<float>(q.lj4), static_cast<float>(q.offset)});
+  const LjTable32 lj32{c32.data(), 2};
+  for (bool half : {true, false}) {
+    std::vector<double> ref32[5];
+    for (bool generic : {true, false}) {
+      SCOPED_TRACE(testing::Message() << "mixed, " << (half ? "half" : "full") << " list, " << (generic ? "generic" : "AVX2"));
+      if (generic)
+        ::setenv("CUMULUS_NO_AVX512", "1", 1);
+      else
+        ::unsetenv("CUMULUS_NO_AVX512");
+      const int saved = omp_get_max_threads();
+      omp_set_num_threads(half ? 1 : 2);
+      auto list = make_host_neighbor_list(ex);
+      list->allow_threaded_half(half);
+      atoms.fit_scratch(atoms.nown());
+      list->build(atoms, box, 8.5);
+      atoms.fit_scratch(list->half() ? atoms.nlocal() : atoms.nown());
+      Atoms a = atoms.view(list.get(), box);
+      a.energy = true;
+      ASSERT_EQ(a.half, half);
+      std::vector<std::int64_t> scratch;
+      if (half)
+        coul_mixed_kernels::host_pass::coul_forces_half_mixed(a, lj32, p32, scratch);
+      else
+        coul_mixed_kernels::host_pass::coul_forces_mixed(ex, a, lj32, p32);
+      omp_set_num_threads(saved);
+      ::unsetenv("CUMULUS_NO_AVX512");
+      const double* got[5] = {a.fx, a.fy, a.fz, a.pe, a.virial};
+      for (int w = 0; w < 5; ++w) {
+        const std::vector<double> v(got[w], got[w] + 2 * npairs);
+        if (generic)
+          ref32[w] = v;
+        else
+          EXPECT_TRUE(same_bits(ref32[w], v)) << "array " << w;
+      }
+    }
+    // (Inside by 1e-6 A and more: closer, r^2 rounds to the cutoff in fp32, and the pair is out.)
+    for (int q = 0; q < npairs; ++q) {
+      if ((q / 5) % 2 == 0 && q % 5 >= 2) {
+        EXPECT_NE(ref32[0][static_cast<std::size_t>(2 * q)], 0) << "mixed: pair " << q;
+      }
+    }
+  }
 }
 
 // A pair beyond the fixed-point range (two atoms 0.05 A apart: an LJ force of about 1e20) makes
