@@ -798,6 +798,84 @@ inline void end_row(const Atoms& a, int i, const double* s) {
   a.fx[i] = s[0], a.fy[i] = s[1], a.fz[i] = s[2], a.pe[i] = s[3], a.virial[i] = s[4];
 }
 
+#if defined(__x86_64__)
+// add_row with the sums as rows of 4 doubles, where the CPU has AVX2: each atom's (fx, fy, fz, pe)
+// in g (32-byte aligned), atom i's running sums in one register, the terms transposed from the
+// chunk's columns 4 pairs at a time: i adds (tx, ty, tz, te), a partner subtracts (tx, ty, tz, -te)
+// (x - (-y) is x + y, zeros' signs included). Without the energy, the fourth lanes are -0 for i
+// and +0 for the partner, which change nothing (x + -0 and x - +0 are x). The same additions in the
+// same order as add_row, lane by lane, so the same bits, in half the instructions (a load, a
+// subtraction and a store per partner rather than three of each). The virial, on thermo steps
+// only, stays scalar.
+struct Rows4 {
+  double* g = nullptr;  // 4 doubles an atom
+};
+// s: atom i's running sums (x, y, z, energy; 32-byte aligned), sv its virial's.
+__attribute__((target("avx2"))) inline void add_row4(const Atoms& a, const Rows4& r, const RowTerms& t, int m, double* s, double& sv) {
+  double* const g = r.g;
+  __m256d s4 = _mm256_load_pd(s);
+  const bool energy = a.energy;
+  const __m256d flip = _mm256_setr_pd(0.0, 0.0, 0.0, -0.0);  // the fourth lane's sign
+  const __m256d no_e = _mm256_set1_pd(-0.0);
+  int k = 0;
+  for (; k + 4 <= m; k += 4) {
+    const __m256d x = _mm256_loadu_pd(t.tx + k), y = _mm256_loadu_pd(t.ty + k), z = _mm256_loadu_pd(t.tz + k);
+    const __m256d e = energy ? _mm256_loadu_pd(t.te + k) : no_e;
+    const __m256d a0 = _mm256_unpacklo_pd(x, y), a1 = _mm256_unpackhi_pd(x, y);  // x0 y0 x2 y2, x1 y1 x3 y3
+    const __m256d b0 = _mm256_unpacklo_pd(z, e), b1 = _mm256_unpackhi_pd(z, e);  // z0 e0 z2 e2, z1 e1 z3 e3
+    const __m256d row[4] = {_mm256_permute2f128_pd(a0, b0, 0x20), _mm256_permute2f128_pd(a1, b1, 0x20),
+                            _mm256_permute2f128_pd(a0, b0, 0x31), _mm256_permute2f128_pd(a1, b1, 0x31)};
+    for (int l = 0; l < 4; ++l) {
+      s4 = _mm256_add_pd(s4, row[l]);
+      double* const gj = g + 4 * static_cast<std::size_t>(t.j[k + l]);
+      _mm256_store_pd(gj, _mm256_sub_pd(_mm256_load_pd(gj), _mm256_xor_pd(row[l], flip)));
+    }
+  }
+  for (; k < m; ++k) {
+    const __m256d row = _mm256_setr_pd(t.tx[k], t.ty[k], t.tz[k], energy ? t.te[k] : -0.0);
+    s4 = _mm256_add_pd(s4, row);
+    double* const gj = g + 4 * static_cast<std::size_t>(t.j[k]);
+    _mm256_store_pd(gj, _mm256_sub_pd(_mm256_load_pd(gj), _mm256_xor_pd(row, flip)));
+  }
+  _mm256_store_pd(s, s4);
+  if (energy)
+    for (k = 0; k < m; ++k) {
+      sv += t.tv[k];
+      a.virial[t.j[k]] += t.tv[k];
+    }
+}
+inline void begin_row4(const Atoms& a, const Rows4& r, int i, double* s, double& sv) {
+  std::copy(r.g + 4 * static_cast<std::size_t>(i), r.g + 4 * static_cast<std::size_t>(i) + 4, s);
+  sv = a.virial[i];
+}
+inline void end_row4(const Atoms& a, const Rows4& r, int i, const double* s, double sv) {
+  std::copy(s, s + 4, r.g + 4 * static_cast<std::size_t>(i));
+  a.virial[i] = sv;
+}
+// The sums into rows (before the pairs: the calling thread's buffer, kept between calls) and back
+// (after), over the local atoms.
+Rows4 pack_rows4(const Atoms& a) {
+  thread_local std::vector<double> buf;
+  const std::size_t nl = static_cast<std::size_t>(std::max(a.nlocal, a.n));
+  buf.resize(4 * nl + 4);
+  Rows4 r;
+  r.g = buf.data() + (4 - (reinterpret_cast<std::uintptr_t>(buf.data()) / sizeof(double)) % 4) % 4;
+  for (std::size_t k = 0; k < nl; ++k) {
+    double* const gk = r.g + 4 * k;
+    gk[0] = a.fx[k], gk[1] = a.fy[k], gk[2] = a.fz[k], gk[3] = a.pe[k];
+  }
+  return r;
+}
+void unpack_rows4(const Atoms& a, const Rows4& r) {
+  const std::size_t nl = static_cast<std::size_t>(std::max(a.nlocal, a.n));
+  for (std::size_t k = 0; k < nl; ++k) {
+    const double* const gk = r.g + 4 * k;
+    a.fx[k] = gk[0], a.fy[k] = gk[1], a.fz[k] = gk[2], a.pe[k] = gk[3];
+  }
+}
+#endif
+
+
 // The terms of the rows a thread computes ahead, kept until their turn (coul_forces_half_tabulated):
 // the kept pairs' partners and terms in row order, and each row's count. The buffers keep their
 // capacity between calls (no allocation in the time loop once they have grown).
@@ -816,14 +894,53 @@ struct StoredRows {
 void coul_forces_half_tabulated(const Atoms& a, const LjTable& lj, const CoulParams& p) {
   const CoulFast* const cf = coul_fast(a, lj, p);  // before the region: it sets the loops' shared inputs
   const int nthreads = a.nslots > 0 ? std::min(omp_get_max_threads(), a.nslots) : 1;
+#if defined(__x86_64__)
+  // The hand-written loops' rows add by add_row4 (the generic loop's by add_row: the tests compare them).
+  const Rows4 rows = hand_chunks(cf) && has_avx2() ? pack_rows4(a) : Rows4{};
+#endif
+  // Slot s's row: its terms computed and added.
+  auto compute_and_add = [&](int s, CoulChunk& c) {
+#if defined(__x86_64__)
+    if (rows.g) {
+      alignas(32) double s4[4];
+      double sv;
+      begin_row4(a, rows, a.order[s], s4, sv);
+      coul_row(a, lj, p, cf, s, c, [&](const CoulChunk& ch, int m) { add_row4(a, rows, {ch.j, ch.tx, ch.ty, ch.tz, ch.te, ch.tv}, m, s4, sv); });
+      end_row4(a, rows, a.order[s], s4, sv);
+      return;
+    }
+#endif
+    double sum[5];
+    begin_row(a, a.order[s], sum);
+    coul_row(a, lj, p, cf, s, c, [&](const CoulChunk& ch, int m) { add_row(a, {ch.j, ch.tx, ch.ty, ch.tz, ch.te, ch.tv}, m, sum); });
+    end_row(a, a.order[s], sum);
+  };
+  // Slot s's stored row added.
+  auto add_stored = [&](int s, const RowTerms& t, int m) {
+#if defined(__x86_64__)
+    if (rows.g) {
+      alignas(32) double s4[4];
+      double sv;
+      begin_row4(a, rows, a.order[s], s4, sv);
+      add_row4(a, rows, t, m, s4, sv);
+      end_row4(a, rows, a.order[s], s4, sv);
+      return;
+    }
+#endif
+    double sum[5];
+    begin_row(a, a.order[s], sum);
+    add_row(a, t, m, sum);
+    end_row(a, a.order[s], sum);
+  };
+  auto finish = [&] {
+#if defined(__x86_64__)
+    if (rows.g) unpack_rows4(a, rows);
+#endif
+  };
   if (nthreads == 1) {
     CoulChunk c;
-    for (int s = 0; s < a.nslots; ++s) {
-      double sum[5];
-      begin_row(a, a.order[s], sum);
-      coul_row(a, lj, p, cf, s, c, [&](const CoulChunk& ch, int m) { add_row(a, {ch.j, ch.tx, ch.ty, ch.tz, ch.te, ch.tv}, m, sum); });
-      end_row(a, a.order[s], sum);
-    }
+    for (int s = 0; s < a.nslots; ++s) compute_and_add(s, c);
+    finish();
     return;
   }
   // Range t: slots [bound[t], bound[t + 1]), by list entries (the calling thread's vector, kept
@@ -852,12 +969,7 @@ void coul_forces_half_tabulated(const Atoms& a, const LjTable& lj, const CoulPar
     const int s0 = bound[static_cast<std::size_t>(t)], s1 = bound[static_cast<std::size_t>(t) + 1];
     CoulChunk c;
     if (t == 0) {
-      for (int s = s0; s < s1; ++s) {
-        double sum[5];
-        begin_row(a, a.order[s], sum);
-        coul_row(a, lj, p, cf, s, c, [&](const CoulChunk& ch, int m) { add_row(a, {ch.j, ch.tx, ch.ty, ch.tz, ch.te, ch.tv}, m, sum); });
-        end_row(a, a.order[s], sum);
-      }
+      for (int s = s0; s < s1; ++s) compute_and_add(s, c);
     } else {
       StoredRows& st = stored[static_cast<std::size_t>(t)];
       // Room for every entry of the range (a row keeps at most its entries).
@@ -895,15 +1007,13 @@ void coul_forces_half_tabulated(const Atoms& a, const LjTable& lj, const CoulPar
       std::size_t n = 0;
       for (int s = bound[static_cast<std::size_t>(u)]; s < bound[static_cast<std::size_t>(u) + 1]; ++s) {
         const int m = st.count[static_cast<std::size_t>(s - bound[static_cast<std::size_t>(u)])];
-        double sum[5];
-        begin_row(a, a.order[s], sum);
-        add_row(a, {st.j.data() + n, st.tx.data() + n, st.ty.data() + n, st.tz.data() + n,
-                    energy ? st.te.data() + n : nullptr, energy ? st.tv.data() + n : nullptr}, m, sum);
-        end_row(a, a.order[s], sum);
+        add_stored(s, {st.j.data() + n, st.tx.data() + n, st.ty.data() + n, st.tz.data() + n,
+                       energy ? st.te.data() + n : nullptr, energy ? st.tv.data() + n : nullptr}, m);
         n += static_cast<std::size_t>(m);
       }
     }
   }
+  finish();
 }
 }  // namespace
 #endif
