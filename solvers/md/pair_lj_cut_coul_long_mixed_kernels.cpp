@@ -399,9 +399,49 @@ void coul_forces_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj, cons
 
 #if !defined(__CUDACC__)
 namespace {
-// The half list's per-thread arrays: for each local atom (owned and ghosts) its force components,
-// energy, virial and bad bits, in units; kCols columns of nlocal.
-constexpr int kCols = 6;
+// The half list's per-thread arrays, in units: for each local atom (owned and ghosts) a row of 4,
+// its force components and its energy negated (fx, fy, fz, -e: a partner's four terms then take
+// one subtraction, (fx, fy, fz, e) - (tx, ty, tz, te)), then a column of virials and one of bad
+// bits. kPer int64 an atom; each thread's block 32-byte aligned.
+constexpr int kPer = 6;
+struct MixedAcc {
+  std::int64_t* rows;  // 4 an atom
+  std::int64_t* virial;
+  std::int64_t* bad;
+};
+MixedAcc mixed_acc(std::int64_t* block, std::size_t nl) { return {block, block + 4 * nl, block + 5 * nl}; }
+
+#if defined(__x86_64__)
+// A chunk's m kept pairs into atom i's sums (si: x, y, z, energy) and its partners' rows: the
+// terms transposed 4 pairs at a time from the chunk's columns into rows (fx, fy, fz, e), added to
+// si and subtracted from each partner's row. Integers: the same sums in any grouping.
+__attribute__((target("avx2"))) void add_chunk_rows(const MixedChunk& ch, int m, bool energy, std::int64_t* rows, std::int64_t* si) {
+  __m256i s4 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(si));
+  int k = 0;
+  for (; k + 4 <= m; k += 4) {
+    const __m256i x = _mm256_load_si256(reinterpret_cast<const __m256i*>(ch.f[0] + k));
+    const __m256i y = _mm256_load_si256(reinterpret_cast<const __m256i*>(ch.f[1] + k));
+    const __m256i z = _mm256_load_si256(reinterpret_cast<const __m256i*>(ch.f[2] + k));
+    const __m256i e = energy ? _mm256_load_si256(reinterpret_cast<const __m256i*>(ch.e + k)) : _mm256_setzero_si256();
+    const __m256i a0 = _mm256_unpacklo_epi64(x, y), a1 = _mm256_unpackhi_epi64(x, y);  // x0 y0 x2 y2, x1 y1 x3 y3
+    const __m256i b0 = _mm256_unpacklo_epi64(z, e), b1 = _mm256_unpackhi_epi64(z, e);  // z0 e0 z2 e2, z1 e1 z3 e3
+    const __m256i row[4] = {_mm256_permute2x128_si256(a0, b0, 0x20), _mm256_permute2x128_si256(a1, b1, 0x20),
+                            _mm256_permute2x128_si256(a0, b0, 0x31), _mm256_permute2x128_si256(a1, b1, 0x31)};
+    for (int l = 0; l < 4; ++l) {
+      s4 = _mm256_add_epi64(s4, row[l]);
+      __m256i* const rj = reinterpret_cast<__m256i*>(rows + 4 * static_cast<std::size_t>(ch.j[k + l]));
+      _mm256_store_si256(rj, _mm256_sub_epi64(_mm256_load_si256(rj), row[l]));
+    }
+  }
+  for (; k < m; ++k) {
+    const __m256i row = _mm256_setr_epi64x(ch.f[0][k], ch.f[1][k], ch.f[2][k], energy ? ch.e[k] : 0);
+    s4 = _mm256_add_epi64(s4, row);
+    __m256i* const rj = reinterpret_cast<__m256i*>(rows + 4 * static_cast<std::size_t>(ch.j[k]));
+    _mm256_store_si256(rj, _mm256_sub_epi64(_mm256_load_si256(rj), row));
+  }
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(si), s4);
+}
+#endif
 }  // namespace
 
 // The half list, at any number of threads: each pair once, from the slot of the smaller id; both
@@ -410,13 +450,13 @@ constexpr int kCols = 6;
 // entries are scratch.
 void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParams32& p, std::vector<std::int64_t>& scratch) {
   const int nthreads = omp_get_max_threads();
-  const std::size_t nl = static_cast<std::size_t>(a.nlocal > a.n ? a.nlocal : a.n), per = kCols * nl;
-  // The threads' arrays, then the packed positions and charges (4 doubles an atom, 32-byte aligned:
-  // int64 and double have the same size) for the SIMD loop.
+  const std::size_t nl = static_cast<std::size_t>(a.nlocal > a.n ? a.nlocal : a.n), per = (kPer * nl + 3) / 4 * 4;
+  // The threads' arrays, then the packed positions and charges (4 doubles an atom; int64 and double
+  // have the same size) for the SIMD loop, all from a 32-byte boundary.
   const std::size_t packed = per * static_cast<std::size_t>(nthreads);
-  if (scratch.size() < packed + 4 * nl + 3) scratch.resize(packed + 4 * nl + 3);
-  double* const xyzq = reinterpret_cast<double*>(scratch.data() + packed) +
-                       (4 - (reinterpret_cast<std::uintptr_t>(scratch.data() + packed) / sizeof(double)) % 4) % 4;
+  if (scratch.size() < packed + 4 * nl + 4) scratch.resize(packed + 4 * nl + 4);
+  std::int64_t* const base = scratch.data() + (4 - (reinterpret_cast<std::uintptr_t>(scratch.data()) / sizeof(std::int64_t)) % 4) % 4;
+  double* const xyzq = reinterpret_cast<double*>(base + packed);
   const bool energy = a.energy;
 #if defined(__x86_64__)
   mixed_simd::Tables tb;
@@ -432,10 +472,9 @@ void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParam
       xyzq[4 * k + 2] = a.z[k];
       xyzq[4 * k + 3] = a.q[k];
     }
-    std::int64_t* const mine = scratch.data() + per * static_cast<std::size_t>(omp_get_thread_num());
-    std::int64_t* const col[kCols] = {mine, mine + nl, mine + 2 * nl, mine + 3 * nl, mine + 4 * nl, mine + 5 * nl};
-    for (int w = 0; w < kCols; ++w)
-      if (w < 3 || w == 5 || energy) std::fill(col[w], col[w] + nl, std::int64_t{0});
+    std::int64_t* const mine = base + per * static_cast<std::size_t>(omp_get_thread_num());
+    const MixedAcc acc = mixed_acc(mine, nl);
+    std::fill(mine, mine + per, std::int64_t{0});
 #if defined(__x86_64__)
     const bool simd = mixed_simd();
     MixedChunk c;
@@ -443,31 +482,22 @@ void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParam
 #pragma omp for schedule(dynamic, 32)
     for (int s = 0; s < a.nslots; ++s) {
       const int i = a.order[s];
-      std::int64_t si[5] = {0, 0, 0, 0, 0};
+      alignas(32) std::int64_t si[4] = {0, 0, 0, 0};
+      std::int64_t sv = 0;
       int bad_i = 0;
 #if defined(__x86_64__)
       if (simd) {
         mixed_pairs(a, xyzq, lj, p, tb, i, a.neighbors + a.start[s], a.start[s + 1] - a.start[s], c, [&](const MixedChunk& ch, int m, int bad) {
-          for (int w = 0; w < 3; ++w) {
-            std::int64_t acc = 0;
-            std::int64_t* const cw = col[w];
-            for (int k = 0; k < m; ++k) {
-              acc += ch.f[w][k];
-              cw[ch.j[k]] -= ch.f[w][k];
-            }
-            si[w] += acc;
-          }
+          add_chunk_rows(ch, m, energy, acc.rows, si);
           if (energy)
             for (int k = 0; k < m; ++k) {
-              si[3] += ch.e[k];
-              si[4] += ch.v[k];
-              col[3][ch.j[k]] += ch.e[k];
-              col[4][ch.j[k]] += ch.v[k];
+              sv += ch.v[k];
+              acc.virial[ch.j[k]] += ch.v[k];
             }
           if (bad)
             for (int k = 0; k < m; ++k) {
               bad_i |= ch.bad[k];
-              col[5][ch.j[k]] |= ch.bad[k];
+              acc.bad[ch.j[k]] |= ch.bad[k];
             }
         });
       } else
@@ -476,22 +506,26 @@ void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParam
         for (std::int64_t k = a.start[s]; k < a.start[s + 1]; ++k) {
           const int j = a.neighbors[k];
           const FixedTerms u = fixed_terms(mixed_pair(a, lj, p, i, j, a.nspecial > 0 ? special_level(a, i, a.id[j]) : 0), energy);
+          std::int64_t* const rj = acc.rows + 4 * static_cast<std::size_t>(j);
           for (int w = 0; w < 3; ++w) {
             si[w] += u.f[w];
-            col[w][j] -= u.f[w];
+            rj[w] -= u.f[w];
           }
           if (energy) {
             si[3] += u.e;
-            si[4] += u.v;
-            col[3][j] += u.e;
-            col[4][j] += u.v;
+            sv += u.v;
+            rj[3] -= u.e;
+            acc.virial[j] += u.v;
           }
           bad_i |= u.bad;
-          col[5][j] |= u.bad;
+          acc.bad[j] |= u.bad;
         }
       }
-      for (int w = 0; w < 5; ++w) col[w][i] += si[w];
-      col[5][i] |= bad_i;
+      std::int64_t* const ri = acc.rows + 4 * static_cast<std::size_t>(i);
+      for (int w = 0; w < 3; ++w) ri[w] += si[w];
+      ri[3] -= si[3];
+      acc.virial[i] += sv;
+      acc.bad[i] |= bad_i;
     }
     // (the implicit barrier of the loop above: every thread's arrays are complete)
 #pragma omp for schedule(static)
@@ -499,13 +533,14 @@ void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParam
       std::int64_t t[5] = {0, 0, 0, 0, 0};
       std::int64_t bad = 0;
       for (int th = 0; th < nthreads; ++th) {
-        const std::int64_t* const o = scratch.data() + per * static_cast<std::size_t>(th) + static_cast<std::size_t>(i);
-        for (int w = 0; w < 3; ++w) t[w] += o[w * nl];
+        const MixedAcc o = mixed_acc(base + per * static_cast<std::size_t>(th), nl);
+        const std::int64_t* const ri = o.rows + 4 * static_cast<std::size_t>(i);
+        for (int w = 0; w < 3; ++w) t[w] += ri[w];
         if (energy) {
-          t[3] += o[3 * nl];
-          t[4] += o[4 * nl];
+          t[3] -= ri[3];
+          t[4] += o.virial[i];
         }
-        bad |= o[5 * nl];
+        bad |= o.bad[i];
       }
       store_sums(a, i, t, static_cast<int>(bad), energy);
     }
