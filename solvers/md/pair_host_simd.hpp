@@ -147,6 +147,51 @@ inline Filter32 pack_filter32(const Atoms& a, int n, double reach2, std::vector<
   return out;
 }
 
+// The AVX2 loops' first pass over atom i's list entries nb[0 .. m) (a chunk, m <= 64): 8 at a
+// time in fp32, the minimum image by rounding, those whose r^2 is not at or beyond f.reach2 (NaN
+// kept) compacted in list order into j, their types into type when several_types (each array with
+// room for 8 entries past the last kept one: the compacted vector is stored whole, at most at the
+// entry it came from). Returns how many were kept.
+__attribute__((target("avx2"))) inline int filter_chunk(const Filter32& f, const Atoms& a, int i, const int* nb, int m,
+                                                        bool several_types, int* j, int* type) {
+  __m256 ci[3], L[3], iL[3];
+  const double* const xi[3] = {a.x, a.y, a.z};
+  for (int d = 0; d < 3; ++d) {
+    ci[d] = _mm256_set1_ps(static_cast<float>(xi[d][i]));
+    L[d] = _mm256_set1_ps(static_cast<float>(a.box[d]));
+    iL[d] = _mm256_set1_ps(static_cast<float>(1.0 / a.box[d]));
+  }
+  const __m256 reach2 = _mm256_set1_ps(f.reach2);
+  const float* const xyzt = f.xyzt;
+  alignas(32) int tail[8];
+  int mc = 0;
+  for (int q = 0; q < m; q += 8) {
+    const int live = m - q < 8 ? m - q : 8;
+    const int* jj = nb + q;
+    if (live < 8) {  // the last partner repeated: no read beyond the list
+      for (int k = 0; k < 8; ++k) tail[k] = nb[q + (k < live ? k : live - 1)];
+      jj = tail;
+    }
+    __m256 pos[4];  // x, y, z, type bits
+    rows8(xyzt, jj, pos);
+    __m256 r2 = _mm256_setzero_ps();
+    for (int d = 0; d < 3; ++d) {
+      __m256 dd = _mm256_sub_ps(ci[d], pos[d]);
+      const __m256 n = _mm256_round_ps(_mm256_mul_ps(dd, iL[d]), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      dd = _mm256_sub_ps(dd, _mm256_mul_ps(L[d], n));
+      r2 = _mm256_add_ps(r2, _mm256_mul_ps(dd, dd));
+    }
+    const int keep = _mm256_movemask_ps(_mm256_cmp_ps(r2, reach2, _CMP_NGE_UQ)) & ((1 << live) - 1);
+    const __m256i perm = _mm256_load_si256(reinterpret_cast<const __m256i*>(kCompact8.idx[keep]));
+    const __m256i jv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(jj));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(j + mc), _mm256_permutevar8x32_epi32(jv, perm));
+    if (several_types)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(type + mc), _mm256_permutevar8x32_epi32(_mm256_castps_si256(pos[3]), perm));
+    mc += __builtin_popcount(static_cast<unsigned>(keep));
+  }
+  return mc;
+}
+
 inline bool has_avx512() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"); }
 // minimum_image on 8 lanes: d - L above L/2, d + L below -L/2 (the same results).
 __attribute__((target("avx512f,avx512vl"))) inline __m512d image512(__m512d d, __m512d L, __m512d h, __m512d mh) {

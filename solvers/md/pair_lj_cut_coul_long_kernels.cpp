@@ -85,10 +85,8 @@ using pair_simd::SpecialCursor;
 using pair_simd::has_avx512;
 using pair_simd::image512;
 using pair_simd::kCompact4;
-using pair_simd::kCompact8;
 using pair_simd::partners4;
 using pair_simd::rows4;
-using pair_simd::rows8;
 #endif
 
 // The tabulated terms of a chunk of one atom's neighbours (md.coul_table): the partners' indices,
@@ -433,47 +431,9 @@ __attribute__((target("avx2"))) int coul_chunk_avx2(int m, const int* nb, const 
   const __m256d sign = _mm256_castsi256_pd(_mm256_set1_epi64x(static_cast<long long>(0x8000000000000000ULL)));
   const double* const xyzq = avx2_xyzq;
   const CoulFast& cf = *avx2_fast;
-  // (1) which entries may be within reach, in fp32 (pack_filter32), 8 at a time: their partners
-  // (and types) compacted in list order.
-  int mc = 0;
-  {
-    const float* const xyzt = avx2_filter.xyzt;
-    __m256 ci[3], L[3], iL[3];
-    const double* const xi[3] = {a.x, a.y, a.z};
-    for (int d = 0; d < 3; ++d) {
-      ci[d] = _mm256_set1_ps(static_cast<float>(xi[d][i]));
-      L[d] = _mm256_set1_ps(static_cast<float>(a.box[d]));
-      iL[d] = _mm256_set1_ps(static_cast<float>(1.0 / a.box[d]));
-    }
-    const __m256 reach2 = _mm256_set1_ps(avx2_filter.reach2);
-    const bool several_types = lj.ntypes > 1;
-    alignas(32) int tail[8];
-    for (int q = 0; q < m; q += 8) {
-      const int live = m - q < 8 ? m - q : 8;
-      const int* jj = nb + q;
-      if (live < 8) {  // the last partner repeated: no read beyond the list
-        for (int k = 0; k < 8; ++k) tail[k] = nb[q + (k < live ? k : live - 1)];
-        jj = tail;
-      }
-      __m256 pos[4];  // x, y, z, type bits
-      rows8(xyzt, jj, pos);
-      __m256 r2 = _mm256_setzero_ps();
-      for (int d = 0; d < 3; ++d) {
-        __m256 dd = _mm256_sub_ps(ci[d], pos[d]);
-        const __m256 n = _mm256_round_ps(_mm256_mul_ps(dd, iL[d]), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        dd = _mm256_sub_ps(dd, _mm256_mul_ps(L[d], n));
-        r2 = _mm256_add_ps(r2, _mm256_mul_ps(dd, dd));
-      }
-      const int keep = _mm256_movemask_ps(_mm256_cmp_ps(r2, reach2, _CMP_NGE_UQ)) & ((1 << live) - 1);
-      // The kept lanes to the front, stored whole at mc (<= q: within the chunk's arrays).
-      const __m256i perm = _mm256_load_si256(reinterpret_cast<const __m256i*>(kCompact8.idx[keep]));
-      const __m256i jv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(jj));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(c.j + mc), _mm256_permutevar8x32_epi32(jv, perm));
-      if (several_types)
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(c.type + mc), _mm256_permutevar8x32_epi32(_mm256_castps_si256(pos[3]), perm));
-      mc += __builtin_popcount(static_cast<unsigned>(keep));
-    }
-  }
+  // (1) which entries may be within reach, in fp32 (pack_filter32): their partners (and types)
+  // compacted in list order.
+  const int mc = pair_simd::filter_chunk(avx2_filter, a, i, nb, m, lj.ntypes > 1, c.j, c.type);
   if (mc == 0) return 0;
   // Padding to whole vectors: atom i itself, at a unit distance (finite terms, never read).
   const int mp = (mc + 3) / 4 * 4;

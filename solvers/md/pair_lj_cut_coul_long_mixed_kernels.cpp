@@ -106,9 +106,7 @@ CUMULUS_HD inline FixedTerms fixed_terms(const MixedPair& m, bool energy) {
 // no sum. AVX2 rather than AVX-512: every x86-64 machine this runs on has it (AVX-512's 16 lanes
 // are the next step), and the tests check its bits wherever they run.
 namespace {
-using pair_simd::kCompact8;
 using pair_simd::rows4;
-using pair_simd::rows8;
 using pair_simd::SpecialCursor;
 constexpr int kChunk = 64;  // a multiple of 16
 // A chunk's kept partners (their fp32 separations, r^2 and charges), their terms in fixed-point
@@ -155,46 +153,9 @@ __attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const
                                                       int i, SpecialCursor& sc, bool energy, MixedChunk& c, int* bad) {
   using namespace mixed_simd;
   // (1) which entries may be within reach, in fp32 (pair_simd::pack_filter32: fp32 positions, a
-  // threshold widened by their errors), 8 at a time: their partners and types compacted in list order.
-  int mc = 0;
+  // threshold widened by their errors): their partners and types compacted in list order.
   const bool several_types = lj.ntypes > 1;
-  {
-    const float* const xyzt = tb.filter.xyzt;
-    __m256 ci[3], L[3], iL[3];
-    const double* const xi[3] = {a.x, a.y, a.z};
-    for (int d = 0; d < 3; ++d) {
-      ci[d] = _mm256_set1_ps(static_cast<float>(xi[d][i]));
-      L[d] = _mm256_set1_ps(static_cast<float>(a.box[d]));
-      iL[d] = _mm256_set1_ps(static_cast<float>(1.0 / a.box[d]));
-    }
-    const __m256 reach = _mm256_set1_ps(tb.filter.reach2);
-    alignas(32) int tail[8];
-    for (int q = 0; q < m; q += 8) {
-      const int live = m - q < 8 ? m - q : 8;
-      const int* jj = nb + q;
-      if (live < 8) {  // the last partner repeated: no read beyond the list
-        for (int k = 0; k < 8; ++k) tail[k] = nb[q + (k < live ? k : live - 1)];
-        jj = tail;
-      }
-      __m256 pos[4];  // x, y, z, type bits
-      rows8(xyzt, jj, pos);
-      __m256 r2 = _mm256_setzero_ps();
-      for (int d = 0; d < 3; ++d) {
-        __m256 dd = _mm256_sub_ps(ci[d], pos[d]);
-        const __m256 n = _mm256_round_ps(_mm256_mul_ps(dd, iL[d]), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        dd = _mm256_sub_ps(dd, _mm256_mul_ps(L[d], n));
-        r2 = _mm256_add_ps(r2, _mm256_mul_ps(dd, dd));
-      }
-      const int keep = _mm256_movemask_ps(_mm256_cmp_ps(r2, reach, _CMP_NGE_UQ)) & ((1 << live) - 1);
-      // The kept lanes to the front, stored whole at mc (<= q: within the chunk's arrays).
-      const __m256i perm = _mm256_load_si256(reinterpret_cast<const __m256i*>(kCompact8.idx[keep]));
-      const __m256i jv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(jj));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(c.j + mc), _mm256_permutevar8x32_epi32(jv, perm));
-      if (several_types)
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(c.type + mc), _mm256_permutevar8x32_epi32(_mm256_castps_si256(pos[3]), perm));
-      mc += __builtin_popcount(static_cast<unsigned>(keep));
-    }
-  }
+  const int mc = pair_simd::filter_chunk(tb.filter, a, i, nb, m, several_types, c.j, c.type);
   *bad = 0;
   if (mc == 0) return 0;
   // Padding to whole pairs of 8-lane groups: atom i itself beyond every cutoff (zero terms).
