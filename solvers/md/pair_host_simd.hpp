@@ -147,6 +147,32 @@ inline Filter32 pack_filter32(const Atoms& a, int n, double reach2, std::vector<
   return out;
 }
 
+// Four columns of 4 lanes (x, y, z, w) to four rows (x_l, y_l, z_l, w_l), l = 0 .. 3: the
+// half lists' additions on rows of 4 (bit moves only: for fp64 and, cast, for int64).
+__attribute__((target("avx2"))) inline void columns_to_rows4(__m256d x, __m256d y, __m256d z, __m256d w, __m256d row[4]) {
+  const __m256d a0 = _mm256_unpacklo_pd(x, y), a1 = _mm256_unpackhi_pd(x, y);  // x0 y0 x2 y2, x1 y1 x3 y3
+  const __m256d b0 = _mm256_unpacklo_pd(z, w), b1 = _mm256_unpackhi_pd(z, w);  // z0 w0 z2 w2, z1 w1 z3 w3
+  row[0] = _mm256_permute2f128_pd(a0, b0, 0x20);
+  row[1] = _mm256_permute2f128_pd(a1, b1, 0x20);
+  row[2] = _mm256_permute2f128_pd(a0, b0, 0x31);
+  row[3] = _mm256_permute2f128_pd(a1, b1, 0x31);
+}
+
+// The minimum image's constants on 4 fp64 lanes (the AVX2 loops' separations): each axis's L,
+// L / 2 and -(L / 2).
+struct Image4 {
+  __m256d L[3], h[3], mh[3];
+};
+__attribute__((target("avx2"))) inline Image4 image_consts4(const double* box) {
+  Image4 c;
+  for (int d = 0; d < 3; ++d) {
+    c.L[d] = _mm256_set1_pd(box[d]);
+    c.h[d] = _mm256_set1_pd(0.5 * box[d]);
+    c.mh[d] = _mm256_set1_pd(-(0.5 * box[d]));
+  }
+  return c;
+}
+
 // The AVX2 loops' first pass over atom i's list entries nb[0 .. m) (a chunk, m <= 64): 8 at a
 // time in fp32, the minimum image by rounding, those whose r^2 is not at or beyond f.reach2 (NaN
 // kept) compacted in list order into j, their types into type when several_types (each array with

@@ -444,12 +444,10 @@ __attribute__((target("avx2"))) int coul_chunk_avx2(int m, const int* nb, const 
   if (lj.ntypes > 1)
     for (int k = mc; k < mp; ++k) c.type[k] = a.type[i];
   const __m256d ci[3] = {_mm256_set1_pd(a.x[i]), _mm256_set1_pd(a.y[i]), _mm256_set1_pd(a.z[i])};
-  __m256d L[3], h[3], mh[3];
-  for (int d = 0; d < 3; ++d) {
-    L[d] = _mm256_set1_pd(a.box[d]);
-    h[d] = _mm256_set1_pd(0.5 * a.box[d]);
-    mh[d] = _mm256_set1_pd(-(0.5 * a.box[d]));
-  }
+  const pair_simd::Image4 im = pair_simd::image_consts4(a.box);
+  const __m256d* const L = im.L;
+  const __m256d* const h = im.h;
+  const __m256d* const mh = im.mh;
   const __m256d qi = _mm256_set1_pd(a.q[i]), qqr2e = _mm256_set1_pd(p.qqr2e), cut2 = _mm256_set1_pd(p.cut2);
   const __m256d smax = _mm256_set1_pd(p.table.smax), inv_ds = _mm256_set1_pd(p.table.inv_ds);
   const __m256d two_inv_ds = _mm256_set1_pd(2 * p.table.inv_ds);
@@ -781,10 +779,8 @@ __attribute__((target("avx2"))) inline void add_row4(const Atoms& a, const Rows4
   for (; k + 4 <= m; k += 4) {
     const __m256d x = _mm256_loadu_pd(t.tx + k), y = _mm256_loadu_pd(t.ty + k), z = _mm256_loadu_pd(t.tz + k);
     const __m256d e = energy ? _mm256_loadu_pd(t.te + k) : no_e;
-    const __m256d a0 = _mm256_unpacklo_pd(x, y), a1 = _mm256_unpackhi_pd(x, y);  // x0 y0 x2 y2, x1 y1 x3 y3
-    const __m256d b0 = _mm256_unpacklo_pd(z, e), b1 = _mm256_unpackhi_pd(z, e);  // z0 e0 z2 e2, z1 e1 z3 e3
-    const __m256d row[4] = {_mm256_permute2f128_pd(a0, b0, 0x20), _mm256_permute2f128_pd(a1, b1, 0x20),
-                            _mm256_permute2f128_pd(a0, b0, 0x31), _mm256_permute2f128_pd(a1, b1, 0x31)};
+    __m256d row[4];
+    pair_simd::columns_to_rows4(x, y, z, e, row);
     for (int l = 0; l < 4; ++l) {
       s4 = _mm256_add_pd(s4, row[l]);
       double* const gj = g + 4 * static_cast<std::size_t>(t.j[k + l]);

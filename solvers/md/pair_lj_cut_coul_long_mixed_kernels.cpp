@@ -168,12 +168,10 @@ __attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const
   // rounded to fp32, and r^2 in fp32, as mixed_pair computes them.
   {
     const __m256d ci[3] = {_mm256_set1_pd(a.x[i]), _mm256_set1_pd(a.y[i]), _mm256_set1_pd(a.z[i])};
-    __m256d L[3], h[3], mh[3];
-    for (int d = 0; d < 3; ++d) {
-      L[d] = _mm256_set1_pd(a.box[d]);
-      h[d] = _mm256_set1_pd(0.5 * a.box[d]);
-      mh[d] = _mm256_set1_pd(-(0.5 * a.box[d]));
-    }
+    const pair_simd::Image4 im = pair_simd::image_consts4(a.box);
+    const __m256d* const L = im.L;
+    const __m256d* const h = im.h;
+    const __m256d* const mh = im.mh;
     for (int q = 0; q < mc; q += 4) {
       const __m128i jv = _mm_load_si128(reinterpret_cast<const __m128i*>(c.j + q));
       __m256d pos[4];  // x, y, z, q
@@ -384,14 +382,13 @@ __attribute__((target("avx2"))) void add_chunk_rows(const MixedChunk& ch, int m,
     const __m256i y = _mm256_load_si256(reinterpret_cast<const __m256i*>(ch.f[1] + k));
     const __m256i z = _mm256_load_si256(reinterpret_cast<const __m256i*>(ch.f[2] + k));
     const __m256i e = energy ? _mm256_load_si256(reinterpret_cast<const __m256i*>(ch.e + k)) : _mm256_setzero_si256();
-    const __m256i a0 = _mm256_unpacklo_epi64(x, y), a1 = _mm256_unpackhi_epi64(x, y);  // x0 y0 x2 y2, x1 y1 x3 y3
-    const __m256i b0 = _mm256_unpacklo_epi64(z, e), b1 = _mm256_unpackhi_epi64(z, e);  // z0 e0 z2 e2, z1 e1 z3 e3
-    const __m256i row[4] = {_mm256_permute2x128_si256(a0, b0, 0x20), _mm256_permute2x128_si256(a1, b1, 0x20),
-                            _mm256_permute2x128_si256(a0, b0, 0x31), _mm256_permute2x128_si256(a1, b1, 0x31)};
+    __m256d rowd[4];
+    pair_simd::columns_to_rows4(_mm256_castsi256_pd(x), _mm256_castsi256_pd(y), _mm256_castsi256_pd(z), _mm256_castsi256_pd(e), rowd);
     for (int l = 0; l < 4; ++l) {
-      s4 = _mm256_add_epi64(s4, row[l]);
+      const __m256i row = _mm256_castpd_si256(rowd[l]);
+      s4 = _mm256_add_epi64(s4, row);
       __m256i* const rj = reinterpret_cast<__m256i*>(rows + 4 * static_cast<std::size_t>(ch.j[k + l]));
-      _mm256_store_si256(rj, _mm256_sub_epi64(_mm256_load_si256(rj), row[l]));
+      _mm256_store_si256(rj, _mm256_sub_epi64(_mm256_load_si256(rj), row));
     }
   }
   for (; k < m; ++k) {
