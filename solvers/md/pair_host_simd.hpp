@@ -1,7 +1,9 @@
 #pragma once
 // What the host's hand-vectorised pair loops share (pair_lj_cut_coul_long_kernels.cpp in double,
 // pair_lj_cut_coul_long_mixed_kernels.cpp in mixed precision): the special-partner cursor, the
-// lane compaction of the AVX2 loops, the CPU check and the minimum image in AVX-512. Host code only.
+// AVX2 loops' lane compaction, row loads and transposes, fp32 first pass (pack_filter32,
+// filter_chunk) and minimum-image constants, the CPU check and the minimum image in AVX-512. Host
+// code only.
 #if !defined(__CUDACC__)
 #include <algorithm>
 #include <cmath>
