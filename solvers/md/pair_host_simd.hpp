@@ -36,32 +36,9 @@ struct SpecialCursor {
   bool exhausted() const { return k >= a->nspecial || a->special[k][i] < 0; }
 };
 
-// Compaction of 4 lanes by a 4-bit mask (AVX2 has no compress instruction): for each mask, the
-// kept lanes first, in order. pd: 32-bit element indices for _mm256_permutevar8x32 over 4 64-bit
-// lanes (two elements a lane); ps: lane indices for _mm_permutevar_ps over 4 32-bit lanes. The
-// hand-written AVX2 pair loops keep only the pairs within reach before computing their terms.
-struct Compact4 {
-  alignas(32) std::int32_t pd[16][8];
-  alignas(16) std::int32_t ps[16][4];
-};
-constexpr Compact4 make_compact4() {
-  Compact4 t{};
-  for (int m = 0; m < 16; ++m) {
-    int n = 0;
-    for (int l = 0; l < 4; ++l)
-      if ((m >> l) & 1) {
-        t.pd[m][2 * n] = 2 * l;
-        t.pd[m][2 * n + 1] = 2 * l + 1;
-        t.ps[m][n++] = l;
-      }
-    for (; n < 4; ++n) t.pd[m][2 * n] = 0, t.pd[m][2 * n + 1] = 1, t.ps[m][n] = 0;
-  }
-  return t;
-}
-inline constexpr Compact4 kCompact4 = make_compact4();
-
-// The same for 8 lanes of 32 bits (_mm256_permutevar8x32 indices: the kept lanes first, in order;
-// 8 KB): the AVX2 loops' fp32 first pass, 8 partners at a time.
+// Compaction of 8 lanes of 32 bits by an 8-bit mask (AVX2 has no compress instruction): for each
+// mask, _mm256_permutevar8x32 indices putting the kept lanes first, in order (8 KB): the AVX2
+// loops' fp32 first pass, 8 partners at a time.
 struct Compact8 {
   alignas(32) std::int32_t idx[256][8];
 };
@@ -78,13 +55,6 @@ constexpr Compact8 make_compact8() {
 inline constexpr Compact8 kCompact8 = make_compact8();
 
 #if defined(__x86_64__)
-// The AVX2 loops' first pass, 4 partners at a time: nb[q .. q + 4) of a chunk of m entries (the
-// last one repeated past m: no read beyond the list).
-__attribute__((target("avx2"))) inline __m128i partners4(const int* nb, int q, int m) {
-  const int live = m - q < 4 ? m - q : 4;
-  return live == 4 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(nb + q))
-                   : _mm_setr_epi32(nb[q], nb[q + (live > 1 ? 1 : 0)], nb[q + (live > 2 ? 2 : 0)], nb[q + (live > 3 ? 3 : 0)]);
-}
 // The 8 partners' rows of fp32 x, y, z, w (4 floats an atom, 16-byte aligned) loaded whole and
 // transposed into out[0 .. 3] = x, y, z, w of the 8 lanes (lane k: partner jj[k]).
 __attribute__((target("avx2"))) inline void rows8(const float* xyzw, const int* jj, __m256 out[4]) {

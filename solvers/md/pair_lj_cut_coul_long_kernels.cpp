@@ -84,8 +84,6 @@ using pair_simd::SpecialCursor;
 #if defined(__x86_64__)
 using pair_simd::has_avx512;
 using pair_simd::image512;
-using pair_simd::kCompact4;
-using pair_simd::partners4;
 using pair_simd::rows4;
 #endif
 
@@ -403,10 +401,10 @@ __attribute__((target("avx512f,avx512vl"))) int coul_chunk_avx512(int m, const i
 #if defined(__x86_64__)
 // coul_chunk_terms by hand in AVX2 (4 fp64 lanes), for machines without AVX-512 (where the generic
 // loop stays scalar): coul_pair_tabulated's operations in its order, lane by lane, so the same bits.
-// Two passes over a chunk of atom i's list, as the AVX-512 loop: (1) the separations, keeping (in
-// list order, by a permutation per 4 lanes: kCompact4) the pairs within the reach, about 60 % of a
-// list with a 2 A skin, and those whose r^2 is NaN (their forces NaN, as the generic loop's); (2)
-// the terms of the kept ones. Returns how many were kept: their partners in c.j, their terms in
+// Passes over a chunk of atom i's list: (1) keeping, in list order, the pairs that may be within
+// the reach (pair_simd::filter_chunk, in fp32: about 60 % of a list with a 2 A skin) and those
+// whose r^2 is NaN (their forces NaN, as the generic loop's); (2) the kept pairs' fp64
+// separations and table places; (3) their terms. Returns how many were kept: their partners in c.j, their terms in
 // c.tx ... (the pairs dropped have zero terms: x + 0 = x, and no sum here is -0, so the sums' bits
 // are the same either way).
 #pragma GCC diagnostic push

@@ -97,12 +97,11 @@ CUMULUS_HD inline FixedTerms fixed_terms(const MixedPair& m, bool energy) {
 
 #if !defined(__CUDACC__) && defined(__x86_64__)
 // The host's loop by hand in AVX2, 8 fp32 lanes: mixed_pair's operations in its order, lane by
-// lane, so the same bits as the generic loop (which GCC 12 does not vectorise: its gathers). Two
-// passes over a chunk of atom i's list: (1) the separations in fp64 (the minimum image, 4 lanes at
-// a time) rounded to fp32, keeping (in list order, by a permutation per 4 lanes: kCompact4) the
-// pairs whose fp32 r^2 is below the largest fp32 cutoff, about 60 % of a list with a 2 A skin, and
-// those whose r^2 is NaN; (2) the terms of the kept ones in fp32, their products with the
-// separations in fp64. A pair dropped has zero terms (r^2 at or beyond every cutoff), which change
+// lane, so the same bits as the generic loop (which GCC 12 does not vectorise: its gathers). Passes
+// over a chunk of atom i's list: (1) keeping, in list order, the pairs that may have an fp32 r^2
+// below the largest fp32 cutoff (pair_simd::filter_chunk: about 60 % of a list with a 2 A skin)
+// and those whose r^2 is NaN; (2) the kept pairs' separations in fp64 (the minimum image, 4 lanes
+// at a time) rounded to fp32; (3) their terms in fp32, their products with the separations in fp64. A pair dropped has zero terms (r^2 at or beyond every cutoff), which change
 // no sum. AVX2 rather than AVX-512: every x86-64 machine this runs on has it (AVX-512's 16 lanes
 // are the next step), and the tests check its bits wherever they run.
 namespace {
