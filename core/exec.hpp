@@ -8,12 +8,14 @@
 #include <limits>
 #include <new>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <omp.h>
 
 #include "core/box.hpp"
 #include "core/error.hpp"
+#include "core/exact_sum.hpp"
 #include "core/macros.hpp"
 
 #if CUMULUS_COMPILING_CUDA
@@ -218,17 +220,26 @@ struct ReduceScratch {
 // OpenMP region must sit in the function that carries the ISA clones for it to be cloned too.
 // Small boxes (halo faces) run serially: a parallel region costs more than they do. The body is
 // copied per thread: the compiler then knows the captured views and constants do not change inside
-// the loop, and keeps them in registers.
+// the loop, and keeps them in registers. The threads share out the rows (j, k); a box of one row
+// (a loop over atoms, Box(0, 0, 0, n, 1, 1)) is shared out along i instead: over rows, one thread
+// would take it all (the water benchmark's PME forces and SETTLE ran on one of two threads).
 #define CUMULUS_DETAIL_HOST_LOOP(box_, body_) CUMULUS_DETAIL_HOST_LOOP_W(box_, body_, 1)
 #define CUMULUS_DETAIL_HOST_LOOP_W(box_, body_, weight_)                                               \
   {                                                                                                 \
     const int i0_ = (box_).lo[0], i1_ = (box_).hi[0], j0_ = (box_).lo[1], j1_ = (box_).hi[1];        \
     const int k0_ = (box_).lo[2], k1_ = (box_).hi[2];                                               \
     const bool parallel_ = (box_).volume() * (weight_) > 32768;                                     \
-    _Pragma("omp parallel if (parallel_)") {                                                        \
-      const auto local_ = (body_);                                                                  \
-      _Pragma("omp for collapse(2) schedule(static)") for (int k = k0_; k < k1_; ++k) for (int j = j0_; j < j1_; ++j) \
-          _Pragma("omp simd") for (int i = i0_; i < i1_; ++i) local_(i, j, k);                       \
+    if (parallel_ && j1_ - j0_ == 1 && k1_ - k0_ == 1) {                                            \
+      _Pragma("omp parallel") {                                                                     \
+        const auto local_ = (body_);                                                                \
+        _Pragma("omp for simd schedule(simd: static)") for (int i = i0_; i < i1_; ++i) local_(i, j0_, k0_); \
+      }                                                                                             \
+    } else {                                                                                        \
+      _Pragma("omp parallel if (parallel_)") {                                                      \
+        const auto local_ = (body_);                                                                \
+        _Pragma("omp for collapse(2) schedule(static)") for (int k = k0_; k < k1_; ++k) for (int j = j0_; j < j1_; ++j) \
+            _Pragma("omp simd") for (int i = i0_; i < i1_; ++i) local_(i, j, k);                     \
+      }                                                                                             \
     }                                                                                               \
   }
 
@@ -300,6 +311,15 @@ struct MaxOp {
   CUMULUS_HD T operator()(T a, T b) const { return a < b ? b : a; }
 };
 
+namespace detail {
+// Whether combining T's with Op gives the same bits in any grouping and order: integers (sum,
+// minimum, maximum) and ExactSum's sums. (A double's minimum is not: NaN and -0 depend on order.)
+template <class T, class Op>
+struct OrderFree : std::bool_constant<std::is_integral_v<T>> {};
+template <>
+struct OrderFree<ExactSum, SumOp> : std::true_type {};
+}  // namespace detail
+
 // Combines body(i, j, k) over `box` with `op`. `init` must be op's identity (0 for a sum, the
 // largest value for a minimum): every host thread and GPU thread starts from it. Synchronous:
 // returns the value on the host. The result is deterministic: on the host for a given thread
@@ -340,6 +360,23 @@ T reduce(const Exec& ex, const char* label, const Box& box, T init, Op op, F bod
   const std::int64_t rows = static_cast<std::int64_t>(nj) * box.size(2);
   // One partial per thread, combined in thread order: the same answer on every call.
   std::vector<T> partial(static_cast<std::size_t>(omp_get_max_threads()), init);
+  // One row (a loop over atoms) shared out along i where the answer does not depend on how the
+  // terms are grouped (integers, ExactSum): the same bits at any thread count. Other types keep
+  // the row on one thread, as before (a double sum's bits depend on its grouping).
+  if constexpr (detail::OrderFree<T, Op>::value) {
+    if (rows == 1 && box.size(0) >= 1024) {
+#pragma omp parallel
+      {
+        T mine = init;
+#pragma omp for schedule(static)
+        for (int i = box.lo[0]; i < box.hi[0]; ++i) mine = op(mine, body(i, j0, k0));
+        partial[static_cast<std::size_t>(omp_get_thread_num())] = mine;
+      }
+      T result = init;
+      for (const T& p : partial) result = op(result, p);
+      return result;
+    }
+  }
 #pragma omp parallel
   {
     T mine = init;

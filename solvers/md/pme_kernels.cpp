@@ -275,16 +275,18 @@ void pme_forces(const Exec& ex, const PmeAtoms& a, const PmeStencil& st, const V
 #if !defined(__CUDACC__)
   switch (st.order) {
     case 4:
-      return for_each(ex, "md.pme_forces", atoms, [=](int i, int, int) { force_atom<4, R>(a, st, phi, i); });
+      return for_each(ex, "md.pme_forces", atoms, [=](int i, int, int) { force_atom<4, R>(a, st, phi, i); }, 64);
     case 5:
-      return for_each(ex, "md.pme_forces", atoms, [=](int i, int, int) { force_atom<5, R>(a, st, phi, i); });
+      return for_each(ex, "md.pme_forces", atoms, [=](int i, int, int) { force_atom<5, R>(a, st, phi, i); }, 125);
     case 6:
-      return for_each(ex, "md.pme_forces", atoms, [=](int i, int, int) { force_atom<6, R>(a, st, phi, i); });
+      return for_each(ex, "md.pme_forces", atoms, [=](int i, int, int) { force_atom<6, R>(a, st, phi, i); }, 216);
     default:
       break;
   }
 #endif
-  for_each(ex, "md.pme_forces", atoms, [=] CUMULUS_HD(int i, int, int) { force_atom<0, R>(a, st, phi, i); });
+  // weight: a body reads order^3 grid points (shares an atom loop over the threads; for_each).
+  for_each(ex, "md.pme_forces", atoms, [=] CUMULUS_HD(int i, int, int) { force_atom<0, R>(a, st, phi, i); },
+           std::int64_t{st.order} * st.order * st.order);
 }
 
 // Both precisions: double (md.precision = "double") and float ("mixed").

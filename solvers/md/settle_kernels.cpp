@@ -90,7 +90,7 @@ void settle_velocity_changes(const Exec& ex, const Atoms& a, const TopologyView&
     dy[i] = d[1];
     dz[i] = d[2];
     virial[i] += w * two_over_dt * (1.0 / 3);
-  });
+  }, 64);  // weight: a molecule's velocity solve per atom (the threads share the atoms: for_each)
 }
 
 void settle_apply_velocities(const Exec& ex, const Atoms& a, const double* dx, const double* dy, const double* dz) {

@@ -3,7 +3,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <tuple>
 #include <vector>
+
+#include <omp.h>
 
 #include "../backends.hpp"
 #include "core/exact_sum.hpp"
@@ -161,6 +164,52 @@ TEST_P(ExecTest, ForEachVisitsEveryCellOnce) {
   EXPECT_EQ(max_of(ex, f.view(), b), 16 + 800.0 + 40000.0);
   EXPECT_EQ(count_if_above(ex, f.view(), b, 30000.0), 19 * 6 * 2);  // k = 3 and 4
 }
+
+#if !defined(__CUDACC__)
+// A box of one row (a loop over atoms) is shared out along i over the threads (before, over rows,
+// one thread took it all): every cell once, every thread at work; reductions whose grouping does
+// not matter (integers, ExactSum) give the same bits at any thread count, and a double sum keeps
+// its serial order.
+TEST(Exec, OneRowLoopsShareTheThreads) {
+  const Exec ex = Exec::host();
+  const int n = 40000;  // over for_each's serial limit
+  const Box row(0, 0, 0, n, 1, 1);
+  std::vector<int> visits(n, 0), thread(n, -1);
+  int* const pv = visits.data();
+  int* const pt = thread.data();
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(2);
+  for_each(ex, "test.row", row, [=](int i, int, int) {
+    ++pv[i];
+    pt[i] = omp_get_thread_num();
+  });
+  for (int i = 0; i < n; ++i) ASSERT_EQ(visits[i], 1) << i;
+  EXPECT_EQ(thread.front(), 0);
+  EXPECT_EQ(thread.back(), 1);
+  auto term = [](int i) { return std::ldexp(static_cast<double>((i * 7919) % 1000 - 500), (i % 60) - 30); };
+  auto sums = [&] {
+    const std::int64_t si = reduce(ex, "test.int", row, std::int64_t{0}, SumOp{},
+                                   [=](int i, int, int) -> std::int64_t { return (i * 7919LL) % 1000 - 500; });
+    const std::int64_t mi = reduce(ex, "test.min", row, std::int64_t{1} << 62, MinOp{},
+                                   [=](int i, int, int) -> std::int64_t { return (i * 7919LL) % 100003; });
+    const ExactSum se = reduce(ex, "test.exact", row, ExactSum{}, SumOp{},
+                               [=](int i, int, int) { return ExactSum::of_units(term(i) * 0x1p40); });
+    const double sd = reduce(ex, "test.double", row, 0.0, SumOp{}, [=](int i, int, int) { return term(i); });
+    return std::make_tuple(si, mi, se, sd);
+  };
+  const auto two = sums();
+  omp_set_num_threads(1);
+  const auto one = sums();
+  omp_set_num_threads(saved);
+  EXPECT_EQ(std::get<0>(two), std::get<0>(one));
+  EXPECT_EQ(std::get<1>(two), std::get<1>(one));
+  for (int w = 0; w < ExactSum::kWords; ++w) EXPECT_EQ(std::get<2>(two).word[w], std::get<2>(one).word[w]) << w;
+  double serial = 0;
+  for (int i = 0; i < n; ++i) serial += term(i);
+  EXPECT_EQ(std::get<3>(two), serial);  // bitwise: the row's double sum stays in order
+  EXPECT_EQ(std::get<3>(one), serial);
+}
+#endif
 
 TEST_P(ExecTest, EmptyBoxesDoNothing) {
   CUMULUS_EXEC_OR_SKIP(ex, GetParam());
