@@ -664,11 +664,12 @@ TEST(PairCoulLong, FirstPassKeepsEveryPairWithinReach) {
   for (int place = 0; place < 3; ++place)
     for (int side = -1; side <= 1; side += 2)
       for (double gap : gaps) {
-        // One ion near a far corner (or across the boundary from its partner), its partner 8 A
-        // -+ gap away along a skew direction.
-        const double dir[3] = {0.48, -0.6, 0.64};  // unit length
+        // One ion near a face, its partner 8 A -+ gap away along a skew direction across the
+        // periodic boundary in x (the upper face at place 0, the lower at place 1: both passes'
+        // minimum images), or both in the middle (place 2).
+        const double dir[3] = {place == 1 ? -0.48 : 0.48, -0.6, 0.64};  // unit length
         const double r = 8.0 + side * gap;
-        const double at[3] = {place == 0 ? 996.0 : (place == 1 ? 3.0 : 501.0), 100.0 + 30.0 * k, 950.5 - 30.0 * k};
+        const double at[3] = {place == 0 ? 998.0 : (place == 1 ? 3.0 : 501.0), 100.0 + 30.0 * k, 950.5 - 30.0 * k};
         for (int d = 0; d < 3; ++d) {
           double xj = at[d] + r * dir[d];
           xj -= box[d] * std::floor(xj / box[d]);
