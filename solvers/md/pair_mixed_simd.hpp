@@ -177,11 +177,54 @@ __attribute__((target("avx2"))) inline void terms(const Consts& k, const __m256*
 struct Fixed {
   __m256i f[3][2], e[2], v[2];
 };
+// fixed::units of 4 lanes already in units (v times kUnit) and surely in range: the rounding alone.
+__attribute__((target("avx2"))) inline __m256i fixed4_in_range(__m256d s) {
+  const __m256i bits = _mm256_castpd_si256(_mm256_add_pd(s, _mm256_set1_pd(fixed::kMagic)));
+  return _mm256_sub_epi64(bits, _mm256_set1_epi64x(static_cast<long long>(fixed::kMagicBits)));
+}
+// Whether all 8 lanes' terms are surely within fixed::units' range (2^26), from their fp32 values
+// (NaN fails): |F/r| <= 2^15 and r^2 <= 1024, so each force component (|d| < 32.001) and the virial
+// r^2 F/r stay below 2^25; with `energy`, each of the three energies at most 2^24 (their sum below
+// 2^26). Water's pairs are orders of magnitude inside it.
+__attribute__((target("avx2"))) inline bool surely_in_range(const Terms& t, __m256 r2, bool energy) {
+  const __m256 mag = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  __m256 ok = _mm256_and_ps(_mm256_cmp_ps(_mm256_and_ps(t.f, mag), _mm256_set1_ps(0x1p15f), _CMP_LE_OQ),
+                            _mm256_cmp_ps(r2, _mm256_set1_ps(1024.0f), _CMP_LE_OQ));
+  if (energy) {
+    const __m256 e24 = _mm256_set1_ps(0x1p24f);
+    ok = _mm256_and_ps(ok, _mm256_cmp_ps(_mm256_and_ps(t.evdwl, mag), e24, _CMP_LE_OQ));
+    ok = _mm256_and_ps(ok, _mm256_cmp_ps(_mm256_and_ps(t.ecoul, mag), e24, _CMP_LE_OQ));
+    ok = _mm256_and_ps(ok, _mm256_cmp_ps(_mm256_and_ps(t.ecorr, mag), e24, _CMP_LE_OQ));
+  }
+  return _mm256_movemask_ps(ok) == 0xff;
+}
 __attribute__((target("avx2"))) inline void to_fixed(const Terms& t, __m256 dx, __m256 dy, __m256 dz, __m256 r2, bool energy,
                                                      Fixed& out, __m256d& ok_f, __m256d& ok_e) {
   __m256d f2[2], d2[2];
   widen(t.f, f2[0], f2[1]);
   const __m256 comp[3] = {dx, dy, dz};
+  if (surely_in_range(t, r2, energy)) {
+    // The range checks skipped, and kUnit (a power of two) taken into F/r once: d (F/r kUnit) is
+    // (d F/r) kUnit exactly (both products exact in fp64), so the same units.
+    const __m256d unit = _mm256_set1_pd(fixed::kUnit);
+    const __m256d fu[2] = {_mm256_mul_pd(f2[0], unit), _mm256_mul_pd(f2[1], unit)};
+    for (int w = 0; w < 3; ++w) {
+      widen(comp[w], d2[0], d2[1]);
+      for (int h = 0; h < 2; ++h) out.f[w][h] = fixed4_in_range(_mm256_mul_pd(d2[h], fu[h]));
+    }
+    if (energy) {
+      __m256d ev[2], ec[2], ek[2], rr[2];
+      widen(t.evdwl, ev[0], ev[1]);
+      widen(t.ecoul, ec[0], ec[1]);
+      widen(t.ecorr, ek[0], ek[1]);
+      widen(r2, rr[0], rr[1]);
+      for (int h = 0; h < 2; ++h) {
+        out.e[h] = fixed4_in_range(_mm256_mul_pd(_mm256_add_pd(_mm256_add_pd(ev[h], ec[h]), ek[h]), unit));
+        out.v[h] = fixed4_in_range(_mm256_mul_pd(rr[h], fu[h]));
+      }
+    }
+    return;
+  }
   for (int w = 0; w < 3; ++w) {
     widen(comp[w], d2[0], d2[1]);
     for (int h = 0; h < 2; ++h) out.f[w][h] = fixed4(_mm256_mul_pd(d2[h], f2[h]), ok_f);
