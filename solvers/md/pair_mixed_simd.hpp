@@ -198,36 +198,30 @@ __attribute__((target("avx2"))) inline bool surely_in_range(const Terms& t, __m2
   }
   return _mm256_movemask_ps(ok) == 0xff;
 }
-__attribute__((target("avx2"))) inline void to_fixed(const Terms& t, __m256 dx, __m256 dy, __m256 dz, __m256 r2, bool energy,
-                                                     Fixed& out, __m256d& ok_f, __m256d& ok_e) {
+// fixed::units on 4 lanes: with Fast, of values already in units and surely in range (the rounding
+// alone), else checked (fixed4).
+template <bool Fast>
+__attribute__((target("avx2"))) inline __m256i units4(__m256d v, __m256d& ok) {
+  if constexpr (Fast)
+    return fixed4_in_range(v);
+  else
+    return fixed4(v, ok);
+}
+// to_fixed with Fast: the range checks skipped, and kUnit (a power of two) taken into F/r and the
+// energy once: d (F/r kUnit) is (d F/r) kUnit exactly (both products exact in fp64), so the same
+// units.
+template <bool Fast>
+__attribute__((target("avx2"))) inline void to_fixed_as(const Terms& t, __m256 dx, __m256 dy, __m256 dz, __m256 r2, bool energy,
+                                                        Fixed& out, __m256d& ok_f, __m256d& ok_e) {
+  const __m256d unit = _mm256_set1_pd(fixed::kUnit);
   __m256d f2[2], d2[2];
   widen(t.f, f2[0], f2[1]);
+  if constexpr (Fast)
+    for (int h = 0; h < 2; ++h) f2[h] = _mm256_mul_pd(f2[h], unit);
   const __m256 comp[3] = {dx, dy, dz};
-  if (surely_in_range(t, r2, energy)) {
-    // The range checks skipped, and kUnit (a power of two) taken into F/r once: d (F/r kUnit) is
-    // (d F/r) kUnit exactly (both products exact in fp64), so the same units.
-    const __m256d unit = _mm256_set1_pd(fixed::kUnit);
-    const __m256d fu[2] = {_mm256_mul_pd(f2[0], unit), _mm256_mul_pd(f2[1], unit)};
-    for (int w = 0; w < 3; ++w) {
-      widen(comp[w], d2[0], d2[1]);
-      for (int h = 0; h < 2; ++h) out.f[w][h] = fixed4_in_range(_mm256_mul_pd(d2[h], fu[h]));
-    }
-    if (energy) {
-      __m256d ev[2], ec[2], ek[2], rr[2];
-      widen(t.evdwl, ev[0], ev[1]);
-      widen(t.ecoul, ec[0], ec[1]);
-      widen(t.ecorr, ek[0], ek[1]);
-      widen(r2, rr[0], rr[1]);
-      for (int h = 0; h < 2; ++h) {
-        out.e[h] = fixed4_in_range(_mm256_mul_pd(_mm256_add_pd(_mm256_add_pd(ev[h], ec[h]), ek[h]), unit));
-        out.v[h] = fixed4_in_range(_mm256_mul_pd(rr[h], fu[h]));
-      }
-    }
-    return;
-  }
   for (int w = 0; w < 3; ++w) {
     widen(comp[w], d2[0], d2[1]);
-    for (int h = 0; h < 2; ++h) out.f[w][h] = fixed4(_mm256_mul_pd(d2[h], f2[h]), ok_f);
+    for (int h = 0; h < 2; ++h) out.f[w][h] = units4<Fast>(_mm256_mul_pd(d2[h], f2[h]), ok_f);
   }
   if (energy) {
     __m256d ev[2], ec[2], ek[2], rr[2];
@@ -236,10 +230,19 @@ __attribute__((target("avx2"))) inline void to_fixed(const Terms& t, __m256 dx, 
     widen(t.ecorr, ek[0], ek[1]);
     widen(r2, rr[0], rr[1]);
     for (int h = 0; h < 2; ++h) {
-      out.e[h] = fixed4(_mm256_add_pd(_mm256_add_pd(ev[h], ec[h]), ek[h]), ok_e);
-      out.v[h] = fixed4(_mm256_mul_pd(rr[h], f2[h]), ok_e);
+      __m256d e = _mm256_add_pd(_mm256_add_pd(ev[h], ec[h]), ek[h]);
+      if constexpr (Fast) e = _mm256_mul_pd(e, unit);
+      out.e[h] = units4<Fast>(e, ok_e);
+      out.v[h] = units4<Fast>(_mm256_mul_pd(rr[h], f2[h]), ok_e);
     }
   }
+}
+__attribute__((target("avx2"))) inline void to_fixed(const Terms& t, __m256 dx, __m256 dy, __m256 dz, __m256 r2, bool energy,
+                                                     Fixed& out, __m256d& ok_f, __m256d& ok_e) {
+  if (surely_in_range(t, r2, energy))
+    to_fixed_as<true>(t, dx, dy, dz, r2, energy, out, ok_f, ok_e);
+  else
+    to_fixed_as<false>(t, dx, dy, dz, r2, energy, out, ok_f, ok_e);
 }
 
 // Up to 8 types: a type's LJ coefficients against each partner type, a register per field
