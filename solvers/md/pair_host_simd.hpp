@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -145,7 +146,7 @@ __attribute__((target("avx2"))) inline Image4 image_consts4(const double* box) {
   return c;
 }
 
-// The AVX2 loops' first pass over atom i's list entries nb[0 .. m) (a chunk, m <= 64): 8 at a
+// The AVX2 loops' first pass over atom i's list entries nb[0 .. m) (a chunk): 8 at a
 // time in fp32, the minimum image by rounding, those whose r^2 is not at or beyond f.reach2 (NaN
 // kept) compacted in list order into j, their types into type when several_types (each array with
 // room for 8 entries past the last kept one: the compacted vector is stored whole, at most at the
@@ -188,6 +189,17 @@ __attribute__((target("avx2"))) inline int filter_chunk(const Filter32& f, const
     mc += __builtin_popcount(static_cast<unsigned>(keep));
   }
   return mc;
+}
+
+// How many list entries a hand-written loop takes per chunk: `most` (its arrays' length), or fewer
+// where CUMULUS_PAIR_CHUNK is set in the environment (rounded down to a multiple of 16, at least
+// 16): the tests make rows of a few hundred entries cross chunks with it. Read at each force call,
+// before the parallel regions, as CUMULUS_NO_AVX512 is. The chunks change no bits.
+inline int chunk_entries(int most) {
+  const char* v = std::getenv("CUMULUS_PAIR_CHUNK");
+  if (!v) return most;
+  const int n = std::atoi(v) / 16 * 16;
+  return n < 16 ? 16 : (n > most ? most : n);
 }
 
 inline bool has_avx512() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"); }

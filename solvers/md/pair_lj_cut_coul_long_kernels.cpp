@@ -94,8 +94,14 @@ using pair_simd::rows4;
 // coul_atom. The generic loop (coul_chunk_terms) stays scalar: GCC 12 does not vectorise its
 // gathers at the generic tuning; the AVX-512 loop below (coul_chunk_avx512) is that loop by hand.
 // Loops run over whole vectors of 8; lanes past m repeat the last partner and are never read.
-constexpr int kChunk = 64;
+// 256 entries a chunk: water's rows (about 350 entries at 12 A) in two, where chunks of 64 cost
+// each row six rounds of the passes' set-up, loop exits and padding (one thread, user time of the
+// water case: 4-7 % less in double, 8-10 % in mixed); long enough rows still cross chunks in the tests.
+constexpr int kChunk = 256;
 constexpr int kLanes = 8;
+// The entries a chunk takes this force call (pair_simd::chunk_entries: kChunk, or fewer in the
+// tests), set by coul_fast before any parallel region.
+int chunk_len = kChunk;
 struct alignas(64) CoulChunk {
   int j[kChunk], level[kChunk], type[kChunk], line[kChunk];  // line: the table's interval (AVX2)
   double dx[kChunk], dy[kChunk], dz[kChunk], r2[kChunk], qj[kChunk];  // the AVX-512 loop's kept pairs
@@ -598,6 +604,7 @@ inline int coul_chunk(int m, const int* nb, const Atoms& a, const LjTable& lj, c
 // the time loop once the buffer has grown), valid until its next call.
 // CUMULUS_NO_AVX512 set in the environment takes the generic loop (the tests compare the two).
 inline const CoulFast* coul_fast(const Atoms& a, const LjTable& lj, const CoulParams& p) {
+  chunk_len = pair_simd::chunk_entries(kChunk);
 #if defined(__x86_64__)
   static const bool avx512 = has_avx512(), avx2 = has_avx2();
   const bool generic = std::getenv("CUMULUS_NO_AVX512") != nullptr;
@@ -662,8 +669,8 @@ CUMULUS_COUL_CLONES void coul_forces_full_host(const Atoms& a, const LjTable& lj
     for (int i = 0; i < a.n; ++i) {
       double fx = 0, fy = 0, fz = 0, pe = 0, vir = 0;
       SpecialCursor sc{&a, i};
-      for (std::int64_t k0 = a.start[i]; k0 < a.start[i + 1]; k0 += kChunk) {
-        const int n = static_cast<int>(a.start[i + 1] - k0 < kChunk ? a.start[i + 1] - k0 : kChunk);
+      for (std::int64_t k0 = a.start[i]; k0 < a.start[i + 1]; k0 += chunk_len) {
+        const int n = static_cast<int>(a.start[i + 1] - k0 < chunk_len ? a.start[i + 1] - k0 : chunk_len);
         const int m = coul_chunk(n, a.neighbors + k0, a, lj, p, cf, i, sc, energy, c);
         for (int k = 0; k < m; ++k) {
           fx += c.tx[k];
@@ -711,8 +718,8 @@ inline void coul_row(const Atoms& a, const LjTable& lj, const CoulParams& p, con
                      Put put) {
   const int i = a.order[s];
   SpecialCursor sc{&a, i};
-  for (std::int64_t k0 = a.start[s]; k0 < a.start[s + 1]; k0 += kChunk) {
-    const int n = static_cast<int>(a.start[s + 1] - k0 < kChunk ? a.start[s + 1] - k0 : kChunk);
+  for (std::int64_t k0 = a.start[s]; k0 < a.start[s + 1]; k0 += chunk_len) {
+    const int n = static_cast<int>(a.start[s + 1] - k0 < chunk_len ? a.start[s + 1] - k0 : chunk_len);
     put(c, coul_chunk(n, a.neighbors + k0, a, lj, p, cf, i, sc, a.energy, c));
   }
 }
@@ -1032,8 +1039,8 @@ void coul_sums_half(const Atoms& a, const LjTable& lj, const CoulParams& p, int 
       const int i = a.order[s];
       double* const ai = acc.data() + static_cast<std::size_t>(i) * 9;
       SpecialCursor sc{&a, i};
-      for (std::int64_t k0 = a.start[s]; k0 < a.start[s + 1]; k0 += kChunk) {
-        const int n = static_cast<int>(a.start[s + 1] - k0 < kChunk ? a.start[s + 1] - k0 : kChunk);
+      for (std::int64_t k0 = a.start[s]; k0 < a.start[s + 1]; k0 += chunk_len) {
+        const int n = static_cast<int>(a.start[s + 1] - k0 < chunk_len ? a.start[s + 1] - k0 : chunk_len);
         const int m = coul_chunk(n, a.neighbors + k0, a, lj, p, cf, i, sc, true, c);
         for (int k = 0; k < m; ++k) {
           const double dx = c.dx[k], dy = c.dy[k], dz = c.dz[k], f = c.f[k];
@@ -1087,8 +1094,8 @@ void coul_sums_full(const Atoms& a, const LjTable& lj, const CoulParams& p, int 
       double t[9] = {};
       if (chunks) {
         SpecialCursor sc{&a, i};
-        for (std::int64_t k0 = a.start[i]; k0 < a.start[i + 1]; k0 += kChunk) {
-          const int n = static_cast<int>(a.start[i + 1] - k0 < kChunk ? a.start[i + 1] - k0 : kChunk);
+        for (std::int64_t k0 = a.start[i]; k0 < a.start[i + 1]; k0 += chunk_len) {
+          const int n = static_cast<int>(a.start[i + 1] - k0 < chunk_len ? a.start[i + 1] - k0 : chunk_len);
           const int m = coul_chunk(n, a.neighbors + k0, a, lj, p, cf, i, sc, true, c);
           for (int k = 0; k < m; ++k) {
             const double dx = c.dx[k], dy = c.dy[k], dz = c.dz[k], f = c.f[k];

@@ -107,7 +107,8 @@ CUMULUS_HD inline FixedTerms fixed_terms(const MixedPair& m, bool energy) {
 namespace {
 using pair_simd::rows4;
 using pair_simd::SpecialCursor;
-constexpr int kChunk = 64;  // a multiple of 16
+constexpr int kChunk = 256;  // a multiple of 16; 256 rather than 64: see the double loop's kChunk
+int chunk_len = kChunk;      // this force call's (pair_simd::chunk_entries), set by pack_filter
 // A chunk's kept partners (their fp32 separations, r^2 and charges), their terms in fixed-point
 // units (fixed_terms'), and per-partner flags when a term was out of range (filled only then, by
 // the scalar path).
@@ -123,6 +124,7 @@ struct alignas(64) MixedChunk {
 // as mixed_pair's) is below tb.reach2 has an fp64 r^2 below tb.reach2 (1 + 2^-20): the five
 // roundings on the way are each within 2^-24.
 void pack_filter(const Atoms& a, mixed_simd::Tables& tb) {
+  chunk_len = pair_simd::chunk_entries(kChunk);
   thread_local std::vector<float> buf;
   tb.filter = pair_simd::pack_filter32(a, a.nlocal > a.n ? a.nlocal : a.n, static_cast<double>(tb.reach2) * (1 + 0x1p-20), buf);
 }
@@ -280,8 +282,8 @@ template <class Add>
 void mixed_pairs(const Atoms& a, const double* xyzq, const LjTable32& lj, const CoulParams32& p, const mixed_simd::Tables& tb, int i,
                  const int* nb, std::int64_t n, MixedChunk& c, Add add) {
   SpecialCursor sc{&a, i};
-  for (std::int64_t k0 = 0; k0 < n; k0 += kChunk) {
-    const int len = static_cast<int>(n - k0 < kChunk ? n - k0 : kChunk);
+  for (std::int64_t k0 = 0; k0 < n; k0 += chunk_len) {
+    const int len = static_cast<int>(n - k0 < chunk_len ? n - k0 : chunk_len);
     int bad = 0;
     const int kept = mixed_chunk_avx2(len, nb + k0, a, xyzq, lj, p, tb, i, sc, a.energy, c, &bad);
     if (bad) bad = chunk_scalar(kept, a, lj, p, i, a.energy, c);

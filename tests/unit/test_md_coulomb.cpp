@@ -647,6 +647,63 @@ TEST(PairCoulLong, TypesWithoutLjKeepTheGenericBits) {
   }
 }
 
+// The hand-written loops take a row's list entries in chunks (256; these rows hold 50-200): chunks
+// of 16 and 48 (CUMULUS_PAIR_CHUNK), so that rows cross chunks, give the same bits in double (full
+// list at 2 threads, half list at 1 and 2: the special partners' cursor, the stored rows and the
+// thermo sums across chunks) and in mixed precision (full and half lists).
+TEST(PairCoulLong, ChunkBoundariesChangeNoBits) {
+  Exec ex;
+  MixedIons m(ex);
+  struct Path {
+    int threads;
+    bool half;
+  };
+  auto run_double = [&](const Path q) {
+    const int saved = omp_get_max_threads();
+    omp_set_num_threads(q.threads);
+    auto list = make_host_neighbor_list(ex);
+    list->allow_threaded_half(q.half);
+    m.ions.atoms.fit_scratch(m.ions.atoms.nown());
+    list->build(m.ions.atoms, m.ions.box, 8.5);
+    m.ions.atoms.fit_scratch(list->half() ? m.ions.atoms.nlocal() : m.ions.atoms.nown());
+    Atoms a = m.ions.atoms.view(list.get(), m.ions.box);
+    a.energy = true;
+    const LjTable lj{m.ions.c.data(), 2};
+    ExactSum sums[9];
+    if (a.half) {
+      coul_kernels::host_pass::coul_forces_half(a, lj, m.ions.p);
+      coul_kernels::host_pass::coul_sums_half(a, lj, m.ions.p, -60, sums);
+    } else {
+      coul_kernels::host_pass::coul_forces(ex, a, lj, m.ions.p);
+      coul_kernels::host_pass::coul_sums_full(a, lj, m.ions.p, -60, sums);
+    }
+    omp_set_num_threads(saved);
+    std::vector<double> out;
+    for (const double* w : {a.fx, a.fy, a.fz, a.pe, a.virial}) out.insert(out.end(), w, w + IonChains::n);
+    for (const ExactSum& e : sums) {
+      double v = 0;
+      EXPECT_TRUE(e.value_rounded(-60, &v));
+      out.push_back(v);
+    }
+    return out;
+  };
+  for (const Path q : {Path{2, false}, Path{1, true}, Path{2, true}}) {
+    SCOPED_TRACE(testing::Message() << q.threads << " threads, " << (q.half ? "half" : "full") << " list");
+    ::unsetenv("CUMULUS_PAIR_CHUNK");
+    const std::vector<double> whole = run_double(q);
+    const MixedIons::Out mixed = m.run(ex, q.threads, q.half, false);
+    for (const char* chunk : {"16", "48"}) {
+      ::setenv("CUMULUS_PAIR_CHUNK", chunk, 1);
+      EXPECT_TRUE(same_bits(whole, run_double(q))) << "double, chunks of " << chunk;
+      const MixedIons::Out o = m.run(ex, q.threads, q.half, false);
+      for (int w = 0; w < 5; ++w) EXPECT_TRUE(same_bits(mixed.w[w], o.w[w])) << "mixed, chunks of " << chunk << ": array " << w;
+      EXPECT_TRUE(same_bits(std::vector<double>(mixed.sums, mixed.sums + 9), std::vector<double>(o.sums, o.sums + 9)))
+          << "mixed, chunks of " << chunk << ": the nine sums";
+    }
+    ::unsetenv("CUMULUS_PAIR_CHUNK");
+  }
+}
+
 // The AVX2 loops' first pass filters the list in fp32 (pair_host_simd.hpp, pack_filter32), with a
 // threshold widened by a bound on fp32's errors: it must keep every pair within reach, even far from
 // the origin (fp32 steps of 6e-5 A at 1,000 A) and across the periodic boundary. Pairs of ions at
