@@ -469,6 +469,18 @@ struct MixedIons {
       c32.push_back({static_cast<float>(q.cut2), static_cast<float>(q.lj1), static_cast<float>(q.lj2), static_cast<float>(q.lj3),
                      static_cast<float>(q.lj4), static_cast<float>(q.offset)});
   }
+  // The ions' list (built for the current OpenMP thread count; `half`: the threaded half list
+  // allowed) into `list`, and the atoms' view over it, energies wanted.
+  Atoms listed(const Exec& ex, bool half, std::unique_ptr<NeighborList>& list) {
+    list = make_host_neighbor_list(ex);
+    list->allow_threaded_half(half);
+    ions.atoms.fit_scratch(ions.atoms.nown());
+    list->build(ions.atoms, ions.box, 8.5);
+    ions.atoms.fit_scratch(list->half() ? ions.atoms.nlocal() : ions.atoms.nown());
+    Atoms a = ions.atoms.view(list.get(), ions.box);
+    a.energy = true;
+    return a;
+  }
   // Forces, energies and virials (5 arrays) and the nine sums by one path: `threads` OpenMP
   // threads, the half list or the full one, the generic loops or the AVX2 loop.
   struct Out {
@@ -483,13 +495,8 @@ struct MixedIons {
       ::unsetenv("CUMULUS_NO_AVX512");
     const int saved = omp_get_max_threads();
     omp_set_num_threads(threads);
-    auto list = make_host_neighbor_list(ex);
-    list->allow_threaded_half(half);
-    ions.atoms.fit_scratch(ions.atoms.nown());
-    list->build(ions.atoms, ions.box, 8.5);
-    ions.atoms.fit_scratch(list->half() ? ions.atoms.nlocal() : ions.atoms.nown());
-    Atoms a = ions.atoms.view(list.get(), ions.box);
-    a.energy = true;
+    std::unique_ptr<NeighborList> list;
+    Atoms a = listed(ex, half, list);
     const LjTable32 lj32{c32.data(), 2};
     Out o;
     o.half = list->half();
@@ -602,13 +609,8 @@ TEST(PairCoulLong, TypesWithoutLjKeepTheGenericBits) {
       ::unsetenv("CUMULUS_NO_AVX512");
     const int saved = omp_get_max_threads();
     omp_set_num_threads(q.threads);
-    auto list = make_host_neighbor_list(ex);
-    list->allow_threaded_half(q.half);
-    m.ions.atoms.fit_scratch(m.ions.atoms.nown());
-    list->build(m.ions.atoms, m.ions.box, 8.5);
-    m.ions.atoms.fit_scratch(list->half() ? m.ions.atoms.nlocal() : m.ions.atoms.nown());
-    Atoms a = m.ions.atoms.view(list.get(), m.ions.box);
-    a.energy = true;
+    std::unique_ptr<NeighborList> list;
+    Atoms a = m.listed(ex, q.half, list);
     ASSERT_EQ(a.half, q.half);
     const LjTable lj{m.ions.c.data(), 2};
     if (a.half)
@@ -661,13 +663,8 @@ TEST(PairCoulLong, ChunkBoundariesChangeNoBits) {
   auto run_double = [&](const Path q) {
     const int saved = omp_get_max_threads();
     omp_set_num_threads(q.threads);
-    auto list = make_host_neighbor_list(ex);
-    list->allow_threaded_half(q.half);
-    m.ions.atoms.fit_scratch(m.ions.atoms.nown());
-    list->build(m.ions.atoms, m.ions.box, 8.5);
-    m.ions.atoms.fit_scratch(list->half() ? m.ions.atoms.nlocal() : m.ions.atoms.nown());
-    Atoms a = m.ions.atoms.view(list.get(), m.ions.box);
-    a.energy = true;
+    std::unique_ptr<NeighborList> list;
+    Atoms a = m.listed(ex, q.half, list);
     const LjTable lj{m.ions.c.data(), 2};
     ExactSum sums[9];
     if (a.half) {
