@@ -845,13 +845,16 @@ struct StoredRows {
   std::vector<double> tx, ty, tz, te, tv;
 };
 
-// The half list, tabulated, at any number of threads: the slots in nthreads ranges of about equal
-// list entries. Thread 0 computes the first range's rows and adds them at once; every other thread
-// computes its range's rows at the same time and stores their terms; after them, the stored rows
-// are added in slot order by one thread. The additions are those of one thread walking every row
-// in slot order (add_row), so the bits are the full list's at any thread count. The stored rows'
-// replay is serial (a few cycles a pair against some 25 to compute it): 2 threads take about 0.55
-// of one thread's time, where the full list takes 1.0 (each pair computed twice).
+// The half list, tabulated, at any number of threads: the slots in ranges of about equal list
+// entries. Thread 0 takes ranges from the front, computes their rows and adds them at once; the
+// other threads take ranges from the back at the same time and store their terms; after them, the
+// stored rows are added in slot order by one thread. The additions are those of one thread walking
+// every row in slot order (add_row), so the bits are the full list's at any thread count, wherever
+// the threads meet. The stored rows' replay is serial (about 8 cycles a pair against some 25 to
+// compute it): on the water benchmark 2 threads take about 0.55 of one thread's time, where the
+// full list takes 1.0 (each pair computed twice). A replay shared out by destination atom was tried
+// and not kept: a row's partners spread over the later slots, so the threads' shares were uneven
+// and, each walking the stored rows, together they did twice the serial replay's work.
 void coul_forces_half_tabulated(const Atoms& a, const LjTable& lj, const CoulParams& p) {
   const CoulFast* const cf = coul_fast(a, lj, p);  // before the region: it sets the loops' shared inputs
   const int nthreads = a.nslots > 0 ? std::min(omp_get_max_threads(), a.nslots) : 1;
@@ -904,74 +907,108 @@ void coul_forces_half_tabulated(const Atoms& a, const LjTable& lj, const CoulPar
     finish();
     return;
   }
-  // Range t: slots [bound[t], bound[t + 1]), by list entries (the calling thread's vector, kept
-  // between calls: no allocation in the time loop).
+  // Ranges of slots of about equal list entries, kRangesPerThread a thread (the calling thread's
+  // vectors, kept between calls: no allocation in the time loop once they have grown).
+  constexpr int kRangesPerThread = 32;
+  const int nranges = std::min(a.nslots, kRangesPerThread * nthreads);
   thread_local std::vector<int> bound_here;
   std::vector<int>& bound = bound_here;
-  bound.assign(static_cast<std::size_t>(nthreads) + 1, a.nslots);
+  bound.assign(static_cast<std::size_t>(nranges) + 1, a.nslots);
   bound[0] = 0;
   {
     const std::int64_t first = a.start[0], total = a.start[a.nslots] - first;
     int s = 0;
-    for (int t = 1; t < nthreads; ++t) {
-      while (s < a.nslots && (a.start[s] - first) * nthreads < total * t) ++s;
-      bound[static_cast<std::size_t>(t)] = s;
+    for (int q = 1; q < nranges; ++q) {
+      while (s < a.nslots && (a.start[s] - first) * nranges < total * q) ++s;
+      bound[static_cast<std::size_t>(q)] = s;
     }
   }
-  // The calling thread's buffers, one per range past the first (named by a reference here: inside
+  // Where each range's terms went: thread 0 (added at once) or a thread's stored rows, from its
+  // entry `entry` and row `row` on.
+  struct Stored {
+    int thread = 0;
+    std::size_t entry = 0, row = 0;
+  };
+  thread_local std::vector<Stored> where_here;
+  std::vector<Stored>& where = where_here;
+  where.assign(static_cast<std::size_t>(nranges), Stored{});
+  // The calling thread's buffers, one per thread past the first (named by a reference here: inside
   // the region, the thread_local name would be each thread's own).
   thread_local std::vector<StoredRows> stored_here;
   std::vector<StoredRows>& stored = stored_here;
   if (stored.size() < static_cast<std::size_t>(nthreads)) stored.resize(static_cast<std::size_t>(nthreads));
   const bool energy = a.energy;
+  // Thread 0 takes ranges from the front and adds their rows at once; the others take them from
+  // the back and store their terms. They meet where their speeds put them (storing costs more than
+  // adding: a fixed split left thread 0 waiting a fifth of the call), and thread 0 adds the stored
+  // rows after them, in slot order.
+  // CUMULUS_HALF_FRONT=k (a test hook) stops thread 0 after k ranges, so that the tests can put
+  // the meeting anywhere (k = 0: every row stored and replayed).
+  const char* const hook = std::getenv("CUMULUS_HALF_FRONT");
+  const int front_most = hook ? std::max(0, std::atoi(hook)) : nranges;
+  int front = 0, back = nranges;  // the ranges not yet taken: [front, back)
+  auto take = [&](bool from_front) {
+    int q = -1;
+#pragma omp critical(cumulus_coul_half_take)
+    if (front < back && (!from_front || front < front_most)) q = from_front ? front++ : --back;
+    return q;
+  };
 #pragma omp parallel num_threads(nthreads)
   {
     const int t = omp_get_thread_num();
-    const int s0 = bound[static_cast<std::size_t>(t)], s1 = bound[static_cast<std::size_t>(t) + 1];
     CoulChunk c;
     if (t == 0) {
-      for (int s = s0; s < s1; ++s) compute_and_add(s, c);
+      for (int q; (q = take(true)) >= 0;)
+        for (int s = bound[static_cast<std::size_t>(q)]; s < bound[static_cast<std::size_t>(q) + 1]; ++s) compute_and_add(s, c);
     } else {
       StoredRows& st = stored[static_cast<std::size_t>(t)];
-      // Room for every entry of the range (a row keeps at most its entries).
-      const std::size_t room = static_cast<std::size_t>(a.start[s1] - a.start[s0]) + kChunk;
-      if (st.j.size() < room) {
-        st.j.resize(room);
-        for (auto* v : {&st.tx, &st.ty, &st.tz}) v->resize(room);
-      }
-      if (energy && st.te.size() < room) {
-        st.te.resize(room);
-        st.tv.resize(room);
-      }
-      st.count.resize(static_cast<std::size_t>(s1 - s0));
-      std::size_t n = 0;
-      for (int s = s0; s < s1; ++s) {
-        const std::size_t n0 = n;
-        coul_row(a, lj, p, cf, s, c, [&](const CoulChunk& ch, int m) {
-          std::copy(ch.j, ch.j + m, st.j.data() + n);
-          std::copy(ch.tx, ch.tx + m, st.tx.data() + n);
-          std::copy(ch.ty, ch.ty + m, st.ty.data() + n);
-          std::copy(ch.tz, ch.tz + m, st.tz.data() + n);
-          if (energy) {
-            std::copy(ch.te, ch.te + m, st.te.data() + n);
-            std::copy(ch.tv, ch.tv + m, st.tv.data() + n);
-          }
-          n += static_cast<std::size_t>(m);
-        });
-        st.count[static_cast<std::size_t>(s - s0)] = static_cast<int>(n - n0);
+      std::size_t n = 0, rows = 0;
+      for (int q; (q = take(false)) >= 0;) {
+        const int s0 = bound[static_cast<std::size_t>(q)], s1 = bound[static_cast<std::size_t>(q) + 1];
+        where[static_cast<std::size_t>(q)] = Stored{t, n, rows};
+        // Room for every entry of the range (a row keeps at most its entries; growing keeps what
+        // is stored).
+        const std::size_t need = n + static_cast<std::size_t>(a.start[s1] - a.start[s0]) + kChunk;
+        const std::size_t room = std::max(need, st.j.size() + st.j.size() / 2);
+        if (st.j.size() < need) {
+          st.j.resize(room);
+          for (auto* v : {&st.tx, &st.ty, &st.tz}) v->resize(room);
+        }
+        if (energy && st.te.size() < need) {
+          st.te.resize(room);
+          st.tv.resize(room);
+        }
+        if (st.count.size() < rows + static_cast<std::size_t>(s1 - s0)) st.count.resize(rows + static_cast<std::size_t>(s1 - s0));
+        for (int s = s0; s < s1; ++s) {
+          const std::size_t n0 = n;
+          coul_row(a, lj, p, cf, s, c, [&](const CoulChunk& ch, int m) {
+            std::copy(ch.j, ch.j + m, st.j.data() + n);
+            std::copy(ch.tx, ch.tx + m, st.tx.data() + n);
+            std::copy(ch.ty, ch.ty + m, st.ty.data() + n);
+            std::copy(ch.tz, ch.tz + m, st.tz.data() + n);
+            if (energy) {
+              std::copy(ch.te, ch.te + m, st.te.data() + n);
+              std::copy(ch.tv, ch.tv + m, st.tv.data() + n);
+            }
+            n += static_cast<std::size_t>(m);
+          });
+          st.count[rows++] = static_cast<int>(n - n0);
+        }
       }
     }
-#pragma omp barrier
-#pragma omp single
-    for (int u = 1; u < nthreads; ++u) {
-      const StoredRows& st = stored[static_cast<std::size_t>(u)];
-      std::size_t n = 0;
-      for (int s = bound[static_cast<std::size_t>(u)]; s < bound[static_cast<std::size_t>(u) + 1]; ++s) {
-        const int m = st.count[static_cast<std::size_t>(s - bound[static_cast<std::size_t>(u)])];
-        add_stored(s, {st.j.data() + n, st.tx.data() + n, st.ty.data() + n, st.tz.data() + n,
-                       energy ? st.te.data() + n : nullptr, energy ? st.tv.data() + n : nullptr}, m);
-        n += static_cast<std::size_t>(m);
-      }
+  }
+  // The stored ranges, in slot order, by the calling thread.
+  for (int q = 0; q < nranges; ++q) {
+    const Stored w = where[static_cast<std::size_t>(q)];
+    if (w.thread == 0) continue;
+    const StoredRows& st = stored[static_cast<std::size_t>(w.thread)];
+    std::size_t n = w.entry, row = w.row;
+    for (int s = bound[static_cast<std::size_t>(q)]; s < bound[static_cast<std::size_t>(q) + 1]; ++s) {
+      const int m = st.count[row++];
+      add_stored(s, {st.j.data() + n, st.tx.data() + n, st.ty.data() + n, st.tz.data() + n, energy ? st.te.data() + n : nullptr,
+                     energy ? st.tv.data() + n : nullptr},
+                 m);
+      n += static_cast<std::size_t>(m);
     }
   }
   finish();

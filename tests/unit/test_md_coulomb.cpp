@@ -385,17 +385,26 @@ TEST(PairCoulLong, TabulatedLoopsGiveCoulPairsBits) {
       const LjTable lj{c.data(), 2};
       std::vector<double> ref[5];
       // The full list at 2 threads (the reference), then the half list at 1, 2 and 3 threads (rows
-      // beyond the first thread's computed ahead and added in turn: coul_forces_half), and at 2
-      // threads without the energies (forces only).
+      // the other threads compute stored and added in turn: coul_forces_half), and at 2 threads
+      // without the energies (forces only); at 2 and 3 threads also with the first thread stopped
+      // after `front` ranges (CUMULUS_HALF_FRONT: 0, every row stored; 1; 5), wherever the threads
+      // would meet.
       struct Case {
         int threads;
         bool half, energy;
+        const char* front;
       };
-      for (const Case cs : {Case{2, false, true}, Case{1, true, true}, Case{2, true, true}, Case{3, true, true},
-                            Case{2, true, false}}) {
+      for (const Case cs : {Case{2, false, true, nullptr}, Case{1, true, true, nullptr}, Case{2, true, true, nullptr},
+                            Case{3, true, true, nullptr}, Case{2, true, false, nullptr}, Case{2, true, true, "0"},
+                            Case{2, true, false, "1"}, Case{3, true, true, "5"}, Case{3, true, true, "0"}}) {
         const int threads = cs.threads;
         SCOPED_TRACE(testing::Message() << threads << " threads, " << (cs.half ? "half" : "full") << " list"
-                                        << (cs.energy ? "" : ", no energies"));
+                                        << (cs.energy ? "" : ", no energies") << (cs.front ? ", CUMULUS_HALF_FRONT=" : "")
+                                        << (cs.front ? cs.front : ""));
+        if (cs.front)
+          ::setenv("CUMULUS_HALF_FRONT", cs.front, 1);
+        else
+          ::unsetenv("CUMULUS_HALF_FRONT");
         const int saved = omp_get_max_threads();
         omp_set_num_threads(threads);
         auto list = make_host_neighbor_list(ex);
@@ -431,6 +440,7 @@ TEST(PairCoulLong, TabulatedLoopsGiveCoulPairsBits) {
           ASSERT_TRUE(a.half);
           coul_kernels::host_pass::coul_forces_half(a, lj, p);
         }
+        ::unsetenv("CUMULUS_HALF_FRONT");
         omp_set_num_threads(saved);
         const double* got[5] = {a.fx, a.fy, a.fz, a.pe, a.virial};
         const int nw = cs.energy ? 5 : 3;
