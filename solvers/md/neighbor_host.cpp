@@ -146,8 +146,15 @@ __attribute__((target("avx2"))) int scan_candidates_avx2(const ScanQuery& q, int
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + count), packed);
     count += __builtin_popcount(static_cast<unsigned>(keep));
   }
-  // The rest (fewer than 8) by the portable loop.
-  return count + (k < n ? scan_candidates_auto(q, n - k, x + k, y + k, z + k, rank + k, local + k, out + count) : 0);
+  // The rest (fewer than 8) one at a time, the same arithmetic (a call to the portable loop cost
+  // more than these few candidates: rows of a few dozen atoms end in one such rest).
+  for (; k < n; ++k) {
+    const double dx = (q.x - x[k]) + q.shx, dy = (q.y - y[k]) + q.shy, dz = (q.z - z[k]) + q.shz;
+    const int r = rank[k];
+    out[count] = r;
+    count += (dx * dx + dy * dy + dz * dz < q.rl2) & (r != q.self_rank) & (r >= q.min_rank) & (local[k] < q.max_local);
+  }
+  return count;
 }
 #endif
 int scan_candidates(const ScanQuery& q, int n, const double* x, const double* y, const double* z, const int* rank,
