@@ -962,10 +962,10 @@ void coul_forces_half_tabulated(const Atoms& a, const LjTable& lj, const CoulPar
         for (int s = bound[static_cast<std::size_t>(q)]; s < bound[static_cast<std::size_t>(q) + 1]; ++s) compute_and_add(s, c);
     } else {
       StoredRows& st = stored[static_cast<std::size_t>(t)];
-      std::size_t n = 0, rows = 0;
+      std::size_t n = 0, rows_done = 0;
       for (int q; (q = take(false)) >= 0;) {
         const int s0 = bound[static_cast<std::size_t>(q)], s1 = bound[static_cast<std::size_t>(q) + 1];
-        where[static_cast<std::size_t>(q)] = Stored{t, n, rows};
+        where[static_cast<std::size_t>(q)] = Stored{t, n, rows_done};
         // Room for every entry of the range (a row keeps at most its entries; growing keeps what
         // is stored).
         const std::size_t need = n + static_cast<std::size_t>(a.start[s1] - a.start[s0]) + kChunk;
@@ -978,7 +978,7 @@ void coul_forces_half_tabulated(const Atoms& a, const LjTable& lj, const CoulPar
           st.te.resize(room);
           st.tv.resize(room);
         }
-        if (st.count.size() < rows + static_cast<std::size_t>(s1 - s0)) st.count.resize(rows + static_cast<std::size_t>(s1 - s0));
+        if (st.count.size() < rows_done + static_cast<std::size_t>(s1 - s0)) st.count.resize(rows_done + static_cast<std::size_t>(s1 - s0));
         for (int s = s0; s < s1; ++s) {
           const std::size_t n0 = n;
           coul_row(a, lj, p, cf, s, c, [&](const CoulChunk& ch, int m) {
@@ -992,7 +992,7 @@ void coul_forces_half_tabulated(const Atoms& a, const LjTable& lj, const CoulPar
             }
             n += static_cast<std::size_t>(m);
           });
-          st.count[rows++] = static_cast<int>(n - n0);
+          st.count[rows_done++] = static_cast<int>(n - n0);
         }
       }
     }

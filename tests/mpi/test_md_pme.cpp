@@ -4,8 +4,10 @@
 
 #include <cmath>
 #include <complex>
+#include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "../backends.hpp"
@@ -256,6 +258,37 @@ TEST(Pme, SameBitsAtAnyRankCount) {
     EXPECT_EQ(world.sum(owned), static_cast<std::int64_t>(c.q.size()));
     EXPECT_EQ(world.sum(differ), 0);
   }
+}
+
+// The host's hand-written spread (AVX2: each row's first 4 deposits rounded by adding 1.5 2^52) puts
+// the same integers on the grid as the generic loop's llrint (CUMULUS_NO_AVX512 takes it), so the
+// same bits, at each order the host unrolls and in both precisions. Where the CPU lacks AVX2 both
+// runs take the generic loop.
+TEST(Pme, HandWrittenSpreadGivesTheGenericBits) {
+  const Charges c = random_charges(200, {12.0, 13.0, 14.0}, 23);
+  for (int order : {4, 5, 6})
+    for (bool mixed : {false, true}) {
+      SCOPED_TRACE(std::string(mixed ? "fp32" : "fp64") + " grid, order " + std::to_string(order));
+      PmeParams p;
+      p.grid = {24, 26, 30};
+      p.order = order;
+      p.alpha = 0.35;
+      p.coulomb = 332.06371;
+      auto run = [&](bool generic) {
+        if (generic) ::setenv("CUMULUS_NO_AVX512", "1", 1);
+        const Outcome o = mixed ? run_pme<float>(c, p, Comm::self(), {3, 3, 3}, 0.5) : run_pme<double>(c, p, Comm::self(), {3, 3, 3}, 0.5);
+        ::unsetenv("CUMULUS_NO_AVX512");
+        return o;
+      };
+      const Outcome hand = run(false), generic = run(true);
+      EXPECT_EQ(std::memcmp(&hand.result.energy, &generic.result.energy, sizeof(double)), 0)
+          << hand.result.energy << " vs " << generic.result.energy;
+      for (int v = 0; v < 6; ++v) EXPECT_EQ(std::memcmp(&hand.result.virial[v], &generic.result.virial[v], sizeof(double)), 0) << v;
+      EXPECT_EQ(std::memcmp(hand.fx.data(), generic.fx.data(), sizeof(double) * c.q.size()), 0);
+      EXPECT_EQ(std::memcmp(hand.fy.data(), generic.fy.data(), sizeof(double) * c.q.size()), 0);
+      EXPECT_EQ(std::memcmp(hand.fz.data(), generic.fz.data(), sizeof(double) * c.q.size()), 0);
+      EXPECT_NE(hand.result.energy, 0.0);
+    }
 }
 
 // md.precision = "mixed": the fp32 grid against the fp64 one and the Ewald sum. The fp32 rounding
