@@ -2,8 +2,8 @@
 // pair style, thermostat, computes) and runs velocity Verlet. docs/md.md has a table of the parts
 // and their files.
 //
-// Spatial decomposition: the box is cut into ownership cells a quarter of cutoff + skin wide, split
-// over ranks by CartesianDecomposition. A rank owns the atoms in its cells (reassigned when the list
+// Spatial decomposition: the box is cut into ownership cells a quarter of cutoff + skin wide (or
+// wider: a multiple of the ranks along each split axis), split over ranks by CartesianDecomposition. A rank owns the atoms in its cells (reassigned when the list
 // is rebuilt) and keeps ghost copies of other ranks' atoms within cutoff + skin of its block
 // (positions refreshed every step). Ghosts carry their wrapped coordinates and global ids; the
 // force loop takes the minimum image and each atom sums its pairs in ascending global id, so every
