@@ -353,11 +353,23 @@ class HostNeighborList : public NeighborList {
               if (half && !own_i) {
                 // A ghost's slot keeps owned partners only: bins without an owned atom (most of
                 // its stencil: the block's bins hold its owned atoms, the rest ghosts) are skipped.
+                // Neighbouring bins kept, contiguous in the bin-sorted arrays with the same shift,
+                // are scanned as one segment (a scan per bin cost more in calls than in
+                // candidates; the same hits, and the list is put in id order below).
+                int k0 = 0, k1 = 0;
+                double sh0 = 0;
                 for (int dx = -reach; dx <= reach; ++dx) {
                   double shx;
                   const std::size_t b = row + static_cast<std::size_t>(wrap_bin(b0 + dx, 0, &shx));
-                  if (has_owned[b] && bin_max_rank[b] > slot) scan(count[b], count[b + 1], shx, shy, shz);
+                  if (!(has_owned[b] && bin_max_rank[b] > slot)) continue;
+                  if (k1 > k0 && count[b] == k1 && shx == sh0) {
+                    k1 = count[b + 1];
+                    continue;
+                  }
+                  if (k1 > k0) scan(k0, k1, sh0, shy, shz);
+                  k0 = count[b], k1 = count[b + 1], sh0 = shx;
                 }
+                if (k1 > k0) scan(k0, k1, sh0, shy, shz);
                 continue;
               }
               const int lo = b0 - reach, hi = b0 + reach, n0 = nb3[0];
