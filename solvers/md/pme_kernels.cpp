@@ -60,6 +60,17 @@ CUMULUS_HD inline bool stencil_axis_d(double x, int axis, const PmeStencil& st, 
   return k0 >= st.lo[axis] && k0 + order <= st.hi[axis];
 }
 
+// Atom i's stencil along the three axes (first points and weights); false when it is outside this
+// rank's grid.
+template <class R>
+CUMULUS_HD inline bool atom_stencil(const PmeAtoms& a, const PmeStencil& st, int order, int i, int k0[3],
+                                    R w[3][kPmeMaxOrder]) {
+  const double pos[3] = {a.x[i], a.y[i], a.z[i]};
+  bool inside = true;
+  for (int d = 0; d < 3; ++d) inside = stencil_axis<R>(pos[d], d, st, order, &k0[d], w[d]) && inside;
+  return inside;
+}
+
 // One atom's deposits (1 when its stencil is outside this rank's grid). P: the spline order as a
 // constant (the host's loops, P = 4, 5, 6: unrolled, about twice as fast), or 0: st.order (CUDA).
 // Each deposit is the same integer either way.
@@ -69,10 +80,7 @@ CUMULUS_HD inline std::int64_t spread_atom(const PmeAtoms& a, const PmeStencil& 
   const int order = P > 0 ? P : st.order;
   int k0[3];
   R w[3][kPmeMaxOrder];
-  const double pos[3] = {a.x[i], a.y[i], a.z[i]};
-  bool inside = true;
-  for (int d = 0; d < 3; ++d) inside = stencil_axis<R>(pos[d], d, st, order, &k0[d], w[d]) && inside;
-  if (!inside) return 1;
+  if (!atom_stencil<R>(a, st, order, i, k0, w)) return 1;
   const R qs = static_cast<R>(a.q[i] * scale);
   for (int c = 0; c < order; ++c) {
     const R qz = qs * w[2][c];
@@ -106,10 +114,7 @@ __attribute__((target("avx2"))) std::int64_t spread_atom_avx2(const PmeAtoms& a,
   static_assert(P >= 4 && P <= 8, "the vector takes a row's first 4 points");
   int k0[3];
   R w[3][kPmeMaxOrder];
-  const double pos[3] = {a.x[i], a.y[i], a.z[i]};
-  bool inside = true;
-  for (int d = 0; d < 3; ++d) inside = stencil_axis<R>(pos[d], d, st, P, &k0[d], w[d]) && inside;
-  if (!inside) return 1;
+  if (!atom_stencil<R>(a, st, P, i, k0, w)) return 1;
   const R qs = static_cast<R>(a.q[i] * scale);
   if (!(std::fabs(static_cast<double>(qs)) < 0x1p51)) return spread_atom<P, R>(a, st, grid, scale, false, i);
   const __m256d magic = _mm256_set1_pd(0x1.8p52);
