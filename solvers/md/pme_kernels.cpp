@@ -17,6 +17,7 @@
 #endif
 
 #include "core/atomic.hpp"
+#include "solvers/md/fixed_point.hpp"
 
 namespace cumulus::md {
 namespace pme_kernels::CUMULUS_PASS {
@@ -102,12 +103,13 @@ CUMULUS_HD inline std::int64_t spread_atom(const PmeAtoms& a, const PmeStencil& 
 #if defined(__x86_64__) && !defined(__CUDACC__)
 // spread_atom on the host with AVX2, without atomics (one thread, or a thread's own copy of the
 // grid): each stencil row's first 4 deposits in one vector. The products in R as spread_atom's,
-// widened to fp64; the rounding to an integer by adding and subtracting 1.5 2^52 (for |v| < 2^51
-// the sum's last bit is the unit, so the addition rounds v to nearest, ties to even, as llrint does
-// in the default rounding mode: the same integers); rows past 4 points as spread_atom. A deposit
-// is below 2^46 in size (PmeSolver's scale: weights at most 1), so the fast path takes every atom
-// but one with a NaN or infinite charge, which goes to spread_atom. Measured: spread_atom's
-// conversion is one scalar cvtsd2si per point (125 an atom at order 5).
+// widened to fp64; the rounding to an integer by adding and subtracting 1.5 2^52 (fixed::kMagic,
+// as for the mixed pair sums: for |v| < 2^51 the sum's last bit is the unit, so the addition
+// rounds v to nearest, ties to even, as llrint does in the default rounding mode: the same
+// integers); rows past 4 points as spread_atom. A deposit is below 2^46 in size (pme.cpp's
+// scale: weights at most 1), so the fast path takes every atom but one with a NaN or infinite
+// charge, which goes to spread_atom. Measured: spread_atom's conversion is one scalar cvtsd2si
+// per point (125 an atom at order 5).
 template <int P, class R>
 __attribute__((target("avx2"))) std::int64_t spread_atom_avx2(const PmeAtoms& a, const PmeStencil& st,
                                                                 const View<std::int64_t>& grid, double scale, int i) {
@@ -117,8 +119,8 @@ __attribute__((target("avx2"))) std::int64_t spread_atom_avx2(const PmeAtoms& a,
   if (!atom_stencil<R>(a, st, P, i, k0, w)) return 1;
   const R qs = static_cast<R>(a.q[i] * scale);
   if (!(std::fabs(static_cast<double>(qs)) < 0x1p51)) return spread_atom<P, R>(a, st, grid, scale, false, i);
-  const __m256d magic = _mm256_set1_pd(0x1.8p52);
-  const __m256i magic_bits = _mm256_castpd_si256(magic);
+  const __m256d magic = _mm256_set1_pd(fixed::kMagic);
+  const __m256i magic_bits = _mm256_set1_epi64x(static_cast<long long>(fixed::kMagicBits));
   for (int c = 0; c < P; ++c) {
     const R qz = qs * w[2][c];
     for (int b = 0; b < P; ++b) {
