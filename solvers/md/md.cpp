@@ -3,9 +3,10 @@
 // and their files.
 //
 // Spatial decomposition: the box is cut into ownership cells a quarter of cutoff + skin wide (or
-// wider: a multiple of the ranks along each split axis), split over ranks by CartesianDecomposition. A rank owns the atoms in its cells (reassigned when the list
-// is rebuilt) and keeps ghost copies of other ranks' atoms within cutoff + skin of its block
-// (positions refreshed every step). Ghosts carry their wrapped coordinates and global ids; the
+// wider: a multiple of the ranks along each split axis), split over ranks by
+// CartesianDecomposition. A rank owns the atoms in its cells (reassigned when the list is rebuilt)
+// and keeps ghost copies of other ranks' atoms within cutoff + skin of its block (positions
+// refreshed every step). Ghosts carry their wrapped coordinates and global ids; the
 // force loop takes the minimum image and each atom sums its pairs in ascending global id, so every
 // rank count computes the same forces from the same numbers: trajectories are bit-identical at any
 // rank count; the thermo sums are exact fixed-point sums, so the thermo output is too.
