@@ -123,11 +123,14 @@ __attribute__((target("avx2"))) inline void table_lines(const float* c, __m256i 
 // division, a table line and a degree-7 polynomial in a row): F/r, and with `energy` the LJ,
 // Coulomb and special-correction energies. lev: each lane's special level; lc[g][w]: group g's LJ
 // coefficients (cut2, lj1, lj2, and with energy lj3, lj4, offset).
+// terms and to_fixed are always inlined: GCC 12 left terms<2> a call, its arrays passed through
+// memory; inlined, the mixed loop's md.forces fell 5 % (mean of 6 runs, 2 threads, the water
+// benchmark's case; bench/ab_timers.sh), with the same bits.
 struct Terms {
   __m256 f, evdwl, ecoul, ecorr;
 };
 template <int N>
-__attribute__((target("avx2"))) inline void terms(const Consts& k, const __m256* r2, const __m256* qq, const __m256i* lev,
+__attribute__((target("avx2"), always_inline)) inline void terms(const Consts& k, const __m256* r2, const __m256* qq, const __m256i* lev,
                                                   const __m256 (*lc)[6], bool energy, Terms* t) {
   __m256 fc[N], fl[N], in_c[N], rinv[N], r2i[N], v[N], x[N], pv[N], dd[N], qm[N];
   __m256i kk[N];
@@ -211,7 +214,7 @@ __attribute__((target("avx2"))) inline __m256i units4(__m256d v, __m256d& ok) {
 // energy once: d (F/r kUnit) is (d F/r) kUnit exactly (both products exact in fp64), so the same
 // units.
 template <bool Fast>
-__attribute__((target("avx2"))) inline void to_fixed_as(const Terms& t, __m256 dx, __m256 dy, __m256 dz, __m256 r2, bool energy,
+__attribute__((target("avx2"), always_inline)) inline void to_fixed_as(const Terms& t, __m256 dx, __m256 dy, __m256 dz, __m256 r2, bool energy,
                                                         Fixed& out, __m256d& ok_f, __m256d& ok_e) {
   const __m256d unit = _mm256_set1_pd(fixed::kUnit);
   __m256d f2[2], d2[2];
@@ -237,7 +240,7 @@ __attribute__((target("avx2"))) inline void to_fixed_as(const Terms& t, __m256 d
     }
   }
 }
-__attribute__((target("avx2"))) inline void to_fixed(const Terms& t, __m256 dx, __m256 dy, __m256 dz, __m256 r2, bool energy,
+__attribute__((target("avx2"), always_inline)) inline void to_fixed(const Terms& t, __m256 dx, __m256 dy, __m256 dz, __m256 r2, bool energy,
                                                      Fixed& out, __m256d& ok_f, __m256d& ok_e) {
   if (surely_in_range(t, r2, energy))
     to_fixed_as<true>(t, dx, dy, dz, r2, energy, out, ok_f, ok_e);
