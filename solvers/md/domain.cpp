@@ -159,4 +159,30 @@ void AtomDomain::forward(MdAtoms& atoms, bool host_arrays, int field) {
   }
 }
 
+// Each 64-bit integer travels as two doubles, its high half (signed) and its low half (unsigned):
+// both exact in a double, whatever the bits.
+void AtomDomain::reverse_add(std::int64_t* rows, int width, const MdAtoms& atoms) {
+  if (np_ == 1) return;
+  ScopedTimer timer("md.ghosts");
+  const int nown = atoms.nown(), nghost = atoms.nghost();
+  const std::size_t w2 = 2 * static_cast<std::size_t>(width);
+  rev_send_.resize(std::max<std::size_t>(w2 * static_cast<std::size_t>(nghost), 1));
+  rev_recv_.resize(std::max<std::size_t>(w2 * static_cast<std::size_t>(exchange_.planned_sends()), 1));
+  for (std::size_t k = 0; k < static_cast<std::size_t>(nghost) * static_cast<std::size_t>(width); ++k) {
+    const std::int64_t v = rows[static_cast<std::size_t>(nown) * static_cast<std::size_t>(width) + k];
+    rev_send_[2 * k] = static_cast<double>(v >> 32);
+    rev_send_[2 * k + 1] = static_cast<double>(v & 0xffffffff);
+  }
+  exchange_.reverse_begin(rev_send_.data(), static_cast<int>(w2));
+  exchange_.reverse_finish(rev_recv_.data());
+  // Record k is the ghost of the k-th atom sent (send lists in peer order).
+  const double* in = rev_recv_.data();
+  for (const auto& list : send_lists_)
+    for (int i : list) {
+      std::int64_t* const r = rows + static_cast<std::size_t>(i) * static_cast<std::size_t>(width);
+      for (int c = 0; c < width; ++c, in += 2)
+        r[c] += static_cast<std::int64_t>(static_cast<std::uint64_t>(static_cast<std::int64_t>(in[0])) << 32) + static_cast<std::int64_t>(in[1]);
+    }
+}
+
 }  // namespace cumulus::md

@@ -38,6 +38,10 @@ class AtomDomain {
   void forward_positions(MdAtoms& atoms, bool host_arrays);
   // The same for the velocities (registered to ghosts with constraints: constraints.hpp).
   void forward_velocities(MdAtoms& atoms, bool host_arrays);
+  // Newton's third law across ranks: each ghost's row of `width` integers (host memory, after the
+  // owned atoms' rows, fixed::kRow) added into its owner's row on the owner's rank. Integers: the
+  // sums do not depend on the order the rows arrive in.
+  void reverse_add(std::int64_t* rows, int width, const MdAtoms& atoms);
   // Whether the backend needs the index of the atoms sent (kernels pack them): after exchange_ghosts.
   void upload_send_index(const MdAtoms& atoms);
 
@@ -54,7 +58,7 @@ class AtomDomain {
   std::vector<std::vector<std::byte>> records_;
   Buffer<int> send_index_;
   Buffer<double> fwd_dev_;
-  std::vector<double> fwd_send_, fwd_recv_;
+  std::vector<double> fwd_send_, fwd_recv_, rev_send_, rev_recv_;
 };
 
 }  // namespace cumulus::md

@@ -19,6 +19,7 @@
 #include "core/exact_sum.hpp"
 #include "core/hd_math.hpp"
 #include "core/kernel_pass.hpp"
+#include "solvers/md/md_kernels.hpp"
 
 namespace cumulus::md::fixed {
 
@@ -56,7 +57,33 @@ CUMULUS_HD inline ExactSum exact_half_units(std::int64_t sum, int e) {
          ExactSum::of_units(static_cast<double>(lo) * scale);
 }
 
+// Atom i's sums s (force x, y, z, energy, virial in units) into its arrays: NaN where bad (bit 0
+// the force, bit 1 the energy and virial); each atom's half of its pairs' energies and virials.
+CUMULUS_HD inline void store_sums(const Atoms& a, int i, const std::int64_t* s, int bad, bool energy) {
+  a.fx[i] = value(s[0], bad & 1);
+  a.fy[i] = value(s[1], bad & 1);
+  a.fz[i] = value(s[2], bad & 1);
+  if (energy) {
+    a.pe[i] = value(s[3], bad & 2, 0.5);
+    a.virial[i] = value(s[4], bad & 2, 0.5);
+  }
+}
+
+// A local atom's sums as one row (Atoms::fixed_rows: Newton's third law across ranks): force x,
+// y, z, energy and virial in units, then how many of its pairs had a force term, and how many an
+// energy or virial term, out of range. Rows add as integers: a ghost's row joins its owner's in
+// any order, with the same bits.
+inline constexpr int kRow = 7;
+
 #if !defined(__CUDACC__)
+// The owned atoms' rows (their ghosts' rows already added) into their arrays, as store_sums.
+inline void store_rows(const Atoms& a, const std::int64_t* rows) {
+  for (int i = 0; i < a.n; ++i) {
+    const std::int64_t* r = rows + static_cast<std::size_t>(kRow) * i;
+    store_sums(a, i, r, (r[5] != 0 ? 1 : 0) | (r[6] != 0 ? 2 : 0), a.energy);
+  }
+}
+
 // The same for a 128-bit sum (the host's per-thread totals of many atoms' terms).
 inline ExactSum exact_half_units(__int128 sum, int e) {
   const auto part = [](__int128 v) { return static_cast<std::int64_t>(v); };

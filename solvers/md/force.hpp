@@ -47,6 +47,12 @@ class ForceTerm {
   // or it makes the one-thread additions in their order anyway (lj/cut/coul/long in double:
   // coul_forces_half). Otherwise the host's list is half only at one thread.
   virtual bool threaded_half() const { return order_free_sums(); }
+  // Newton's third law across ranks (order-free sums only): whether compute(), given the host's
+  // half list without ghost slots (NeighborList::set_ghost_slots) and Atoms::fixed_rows, computes
+  // each pair across ranks on one rank only and leaves every local atom's sums as integer rows
+  // there (fixed::kRow), for the solver to add each ghost's row into its owner's and store them.
+  // Each rank then computes half of the pairs it shares with another, not all of them.
+  virtual bool fills_fixed_rows() const { return false; }
   // The style's energy by term over every atom of every rank (collective; exact sums), for thermo
   // columns: {name, total}. Empty for a style with one term.
   virtual std::vector<std::pair<std::string, double>> energy_terms(const Exec& /*ex*/, const Comm& /*comm*/, const Atoms& /*a*/) const {

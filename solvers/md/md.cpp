@@ -32,6 +32,7 @@
 #include "solvers/md/lattice.hpp"
 #include "solvers/md/md_kernels.hpp"
 #include "solvers/md/neighbor_list.hpp"
+#include "solvers/md/fixed_point.hpp"
 #include "solvers/md/force.hpp"
 #include "solvers/md/kspace.hpp"
 #include "solvers/md/topology.hpp"
@@ -125,6 +126,10 @@ class MdModel : public Model {
     list_->keep_host_copy(s_.rdf_every > 0);
     list_->allow_threaded_half(pair_->threaded_half());
     kernel_build_ = kernel_build;
+    // Newton's third law across ranks where the pair term sums in fixed point (mixed precision):
+    // each pair across ranks computed once, its ghost's share sent back to the owner.
+    newton_ = np_ > 1 && !kernel_build && pair_->fills_fixed_rows();
+    list_->set_ghost_slots(!newton_);
     thermostat_ = make_thermostat(s_, n_total_);
     barostat_ = make_barostat(cfg_, s_);
     if (s_.rdf_every > 0) rdf_ = std::make_unique<Rdf>(s_.rdf_every, s_.rdf_bins, s_.rdf_range);
@@ -344,7 +349,11 @@ class MdModel : public Model {
   }
 
  private:
-  Atoms view() const { return atoms_->view(list_.get(), box_.lengths()); }
+  Atoms view() const {
+    Atoms a = atoms_->view(list_.get(), box_.lengths());
+    if (newton_ && a.half) a.fixed_rows = rows_.data();
+    return a;
+  }
   // The host builder's positions live in host memory on the host backend: the ghosts' positions
   // are then packed and unpacked by loops, not kernels.
   bool host_positions() const { return ctx_.exec.backend() == Backend::host && !kernel_build_; }
@@ -507,6 +516,10 @@ class MdModel : public Model {
     if (list_->half()) {  // the kernel timers see for_each kernels; the half-list loop is plain host code
       ScopedTimer timer("md.forces");
       pair_->compute(ctx_.exec, a);
+      if (a.fixed_rows) {  // the ghosts' shares to their owners, then the owned atoms' forces
+        domain_->reverse_add(rows_.data(), fixed::kRow, *atoms_);
+        fixed::store_rows(a, rows_.data());
+      }
     } else {
       pair_->compute(ctx_.exec, a);
     }
@@ -601,6 +614,7 @@ class MdModel : public Model {
     atoms_->fit_scratch(atoms_->nown());
     list_->build(*atoms_, box_.lengths(), rl);
     atoms_->fit_scratch(list_->half() ? atoms_->nlocal() : atoms_->nown());
+    if (newton_) rows_.assign(static_cast<std::size_t>(atoms_->nlocal()) * fixed::kRow, 0);
     atoms_->mark_list_positions();
     if (topology_) topology_->resolve(ctx_.comm, *atoms_, step);
   }
@@ -625,6 +639,8 @@ class MdModel : public Model {
   std::unique_ptr<MdAtoms> atoms_;
   std::unique_ptr<AtomDomain> domain_;
   std::unique_ptr<NeighborList> list_;
+  bool newton_ = false;                    // Newton's third law across ranks (above)
+  mutable std::vector<std::int64_t> rows_;  // and the local atoms' fixed-point rows it fills
   std::unique_ptr<Thermostat> thermostat_;
   std::unique_ptr<Barostat> barostat_;  // md.barostat (null: constant volume)
   Buffer<double> shift_[3];             // the barostat's per-atom shifts

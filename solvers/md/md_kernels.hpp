@@ -47,6 +47,11 @@ struct Atoms {
   // them otherwise. Forces are the same bits either way.
   bool energy = true;
   double box[3] = {0, 0, 0};
+  // Newton's third law across ranks (ForceTerm::fills_fixed_rows; the host's half list without
+  // ghost slots): when set, the pair term leaves every local atom's sums here, fixed::kRow
+  // integers an atom (owned, then ghosts), and writes no forces; the solver adds the ghosts' rows
+  // into their owners' and stores them (fixed::store_rows).
+  std::int64_t* fixed_rows = nullptr;
 };
 
 // The neighbour list built by kernels (md.neighbor_build = "kernels", the default on CUDA): the

@@ -272,7 +272,7 @@ class HostNeighborList : public NeighborList {
     part.resize(static_cast<std::size_t>(nthreads));
     for (auto& p : part) p.clear();
     std::vector<std::int64_t> counts_per_atom(static_cast<std::size_t>(nslots), 0);
-    const bool half = half_;
+    const bool half = half_, ghost_slots = ghost_slots_;
     const int nown = n_own;
     std::vector<double> entries(static_cast<std::size_t>(nthreads), 0.0);
     // An exception may not leave an OpenMP region (std::terminate): a thread's (a failed
@@ -301,6 +301,10 @@ class HostNeighborList : public NeighborList {
       for (int slot = i0; slot < i1; ++slot) {
         const int i = half ? by_rank[static_cast<std::size_t>(slot)] : slot;
         const bool own_i = i < nown;
+        if (half && !own_i && !ghost_slots) {  // its pairs are the owner's rank's (set_ghost_slots)
+          counts_per_atom[static_cast<std::size_t>(slot)] = 0;
+          continue;
+        }
         std::size_t ncand = 0;
         if (brute) {
           for (int j = 0; j < nlocal; ++j)
@@ -413,7 +417,9 @@ class HostNeighborList : public NeighborList {
             std::sort(first, last);
             for (auto it = first; it != last; ++it) *out++ = rank_to_local[*it];
           }
-          if (half) {  // full-list entries: each pair once for each of its owned atoms
+          if (half && !ghost_slots) {  // each pair on one rank only: twice, once for each atom
+            entries_int += 2 * static_cast<std::int64_t>(ncand);
+          } else if (half) {  // full-list entries: each pair once for each of its owned atoms
             std::int64_t e = 0;
             for (std::size_t q = base; q < mine.size(); ++q) e += own_i + (mine[q] < nown);
             entries_int += e;

@@ -42,6 +42,13 @@ class NeighborList {
   // Whether the host builder may make a half list at more than one thread: the force term takes
   // one (ForceTerm::threaded_half: order-free sums, or the one-thread order kept).
   void allow_threaded_half(bool allow) { threaded_half_ = allow; }
+  // Whether a half list at several ranks gives ghosts slots (the default): a ghost's slot holds
+  // the pairs whose ghost has the smaller id, which its owner's rank also computes (for its own
+  // atom). Without them (the host builder; a force term that hands its ghosts' shares back to
+  // their owners: ForceTerm::fills_fixed_rows) each pair across ranks is listed on one rank only,
+  // the one that owns its smaller-id atom.
+  void set_ghost_slots(bool keep) { ghost_slots_ = keep; }
+  bool ghost_slots() const { return ghost_slots_; }
   // A host copy of the list for host-side computes (the RDF), kept when asked for.
   void keep_host_copy(bool keep) { keep_host_ = keep; }
   const std::vector<std::int64_t>& host_start() const { return host_start_; }
@@ -51,7 +58,7 @@ class NeighborList {
  protected:
   explicit NeighborList(const Exec& ex) : ex_(&ex) {}
   const Exec* ex_;
-  bool half_ = false, keep_host_ = false, threaded_half_ = false;
+  bool half_ = false, keep_host_ = false, threaded_half_ = false, ghost_slots_ = true;
   int nslots_ = 0;
   double pairs_ = 0;
   long builds_ = 0;

@@ -100,6 +100,8 @@ class CoulLong : public ForceTerm {
   bool coulomb() const override { return true; }
   // Mixed precision sums in fixed point: the half list serves any thread count.
   bool order_free_sums() const override { return mixed_; }
+  // The half-list loop in mixed precision fills Atoms::fixed_rows when given them.
+  bool fills_fixed_rows() const override { return mixed_; }
   // Double: the tabulated half list keeps the one-thread order at any thread count, its rows
   // beyond the first thread's replayed in turn (coul_forces_half); that replay is serial, so past 4
   // threads the full list (each pair twice, no replay) is expected to be faster (a cost model:

@@ -293,19 +293,8 @@ void mixed_pairs(const Atoms& a, const double* xyzq, const LjTable32& lj, const 
 }  // namespace
 #endif
 
-namespace {
-// Atom i's sums s (force x, y, z, energy, virial in units) into its arrays: NaN where bad (bit 0
-// the force, bit 1 the energy and virial); each atom's half of its pairs' energies and virials.
-CUMULUS_HD inline void store_sums(const Atoms& a, int i, const std::int64_t* s, int bad, bool energy) {
-  a.fx[i] = fixed::value(s[0], bad & 1);
-  a.fy[i] = fixed::value(s[1], bad & 1);
-  a.fz[i] = fixed::value(s[2], bad & 1);
-  if (energy) {
-    a.pe[i] = fixed::value(s[3], bad & 2, 0.5);
-    a.virial[i] = fixed::value(s[4], bad & 2, 0.5);
-  }
-}
-}  // namespace
+using fixed::store_sums;
+
 
 // The full list, on either backend: each owned atom sums its own pairs.
 void coul_forces_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj, const CoulParams32& p) {
@@ -487,8 +476,12 @@ void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParam
       acc.bad[i] |= bad_i;
     }
     // (the implicit barrier of the loop above: every thread's arrays are complete)
+    // With a.fixed_rows (Newton's third law across ranks) every local atom's sums, ghosts' too,
+    // go there as rows for the solver to add across ranks; otherwise the owned atoms' are stored.
+    std::int64_t* const rows = a.fixed_rows;
+    const int nsum = rows ? a.nlocal : a.n;
 #pragma omp for schedule(static)
-    for (int i = 0; i < a.n; ++i) {
+    for (int i = 0; i < nsum; ++i) {
       std::int64_t t[5] = {0, 0, 0, 0, 0};
       std::int64_t bad = 0;
       for (int th = 0; th < nthreads; ++th) {
@@ -501,7 +494,14 @@ void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParam
         }
         bad |= o.bad[i];
       }
-      store_sums(a, i, t, static_cast<int>(bad), energy);
+      if (rows) {
+        std::int64_t* const r = rows + static_cast<std::size_t>(fixed::kRow) * i;
+        for (int w = 0; w < 5; ++w) r[w] = t[w];
+        r[5] = bad & 1;
+        r[6] = (bad >> 1) & 1;
+      } else {
+        store_sums(a, i, t, static_cast<int>(bad), energy);
+      }
     }
   }
 }
@@ -521,8 +521,11 @@ void coul_sums_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParams3
   {
     __int128 mine[9] = {};
     int bad = 0;
+    // Each pair counted for each of its atoms this rank owns; with Newton's third law across
+    // ranks (a.fixed_rows) a pair across ranks is on one rank only, counted there for both.
+    const bool both = a.fixed_rows != nullptr;
     auto add = [&](int i, int j, const MixedPair& m) {
-      const int w = (i < a.n) + (j < a.n);
+      const int w = both ? 2 : (i < a.n) + (j < a.n);
       for (int q = 0; q < 9; ++q) {
         std::int64_t u;
         if (!fixed::units(share(q, m), &u)) bad = 1;

@@ -26,8 +26,9 @@ void Rdf::sample(const Exec& ex, const MdAtoms& atoms, const NeighborList& list,
     return d > 0.5 * L ? d - L : (d < -0.5 * L ? d + L : d);
   };
   // Each owned atom counts its pairs: a full list's slot is its owned atom; a half list holds
-  // every pair once, counted for each of its owned atoms.
-  const bool half = list.half();
+  // every pair once, counted for each of its owned atoms (without ghost slots, each pair across
+  // ranks is on one rank only: counted there for both atoms).
+  const bool half = list.half(), both = half && !list.ghost_slots();
   const std::vector<std::int64_t>& start = list.host_start();
   const std::vector<int>& nbr = list.host_list();
   const std::vector<int>& order = list.host_order();
@@ -35,7 +36,7 @@ void Rdf::sample(const Exec& ex, const MdAtoms& atoms, const NeighborList& list,
     const int i = half ? order[static_cast<std::size_t>(slot)] : slot;
     for (std::int64_t k = start[static_cast<std::size_t>(slot)]; k < start[static_cast<std::size_t>(slot) + 1]; ++k) {
       const int j = nbr[static_cast<std::size_t>(k)];
-      const double weight = half ? static_cast<double>((i < nown) + (j < nown)) : 1.0;
+      const double weight = both ? 2.0 : (half ? static_cast<double>((i < nown) + (j < nown)) : 1.0);
       double r2 = 0;
       for (int d = 0; d < 3; ++d) {
         const double dd = image(h[d][static_cast<std::size_t>(i)] - h[d][static_cast<std::size_t>(j)], d);

@@ -13,6 +13,9 @@
 #include <cstdio>
 #include <string>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "../backends.hpp"
 #include "core/comm.hpp"
@@ -330,15 +333,22 @@ void charged_liquid_at_any_rank_count(const Exec& ex, const std::string& style) 
 // here), and with the kernel-built list (at one rank the atoms and their topology re-sorted on the
 // backend at every build).
 namespace {
+// The molecules' job over the data file at `path`, with `keys` added to [md]; then the pairs'
+// tables (`pairs`).
+std::string molecules_job(const std::string& path, const std::string& keys) {
+  return "[md]\ndata_file = \"" + path + "\"\ntemperature = 1.0\ndt = 0.002\npair_style = \"lj/cut/coul/long\"\n"
+         "kspace_style = \"pme\"\nkspace_tolerance = 1e-3\npme_grid = [18]\nspecial_lj = [0.0, 0.0, 0.0]\ncutoff = 2.5\n" + keys;
+}
+const std::string kMoleculePairs =
+    "[md.pairs.oh]\ntypes = [1, 2]\nepsilon = 0.0\nsigma = 1.0\n[md.pairs.hh]\ntypes = [2, 2]\nepsilon = 0.0\nsigma = 1.0\n";
+
 void molecules_at_any_rank_count(const Exec& ex, const std::string& name, const std::string& keys) {
   const Comm world = Comm::world();
   const std::string path = "/tmp/cumulus_md_" + name + "_np" + std::to_string(world.size()) + ".data";
   if (world.is_root()) write_molecules(path);
   world.barrier();
-  const std::string job = "[md]\ndata_file = \"" + path + "\"\ntemperature = 1.0\ndt = 0.002\npair_style = \"lj/cut/coul/long\"\n"
-                          "kspace_style = \"pme\"\nkspace_tolerance = 1e-3\npme_grid = [18]\nspecial_lj = [0.0, 0.0, 0.0]\n"
-                          "cutoff = 2.5\n" + keys;
-  const std::string pairs = "[md.pairs.oh]\ntypes = [1, 2]\nepsilon = 0.0\nsigma = 1.0\n[md.pairs.hh]\ntypes = [2, 2]\nepsilon = 0.0\nsigma = 1.0\n";
+  const std::string job = molecules_job(path, keys);
+  const std::string& pairs = kMoleculePairs;
   std::vector<double> thermo_distributed, thermo_serial;
   const std::vector<double> distributed = run_md(md_config(job + pairs), world, ex, &thermo_distributed);
   const std::vector<double> by_kernels = run_md(md_config(job + "neighbor_build = \"kernels\"\n" + pairs), world, ex);
@@ -405,6 +415,47 @@ TEST_P(MdRanks, ShakeClustersAtAnyRankCount) {
 TEST_P(MdRanks, MixedPrecisionAtAnyRankCount) {
   CUMULUS_EXEC_OR_SKIP(ex, GetParam());
   molecules_at_any_rank_count(ex, "mixed", "precision = \"mixed\"\nconstrain_bonds = [1]\nconstrain_angles = [1]\n");
+}
+
+// The radial distribution function (md.rdf_every, from the list) in mixed precision at several
+// ranks, where each pair across ranks is listed on one rank only and its ghost's forces go back
+// to the owner (ForceTerm::fills_fixed_rows): the same rdf.csv as at one rank.
+TEST_P(MdRanks, MixedPrecisionRdfAtAnyRankCount) {
+  CUMULUS_EXEC_OR_SKIP(ex, GetParam());
+  const Comm world = Comm::world();
+  const std::string base = "/tmp/cumulus_md_rdf_np" + std::to_string(world.size()), path = base + ".data";
+  if (world.is_root()) {
+    write_molecules(path);
+    std::filesystem::create_directories(base + "/ranks");
+    std::filesystem::create_directories(base + "/one");
+  }
+  world.barrier();
+  const Config cfg = md_config(
+      molecules_job(path, "precision = \"mixed\"\nconstrain_bonds = [1]\nconstrain_angles = [1]\nrdf_every = 5\nrdf_range = 2.4\n") +
+      kMoleculePairs);
+  auto rdf = [&](const Comm& comm, const std::string& dir) {
+    Context ctx{comm, ex, dir};
+    std::unique_ptr<Model> model = md::create(cfg, ctx);
+    Simulation sim(*model, ctx, simulation_settings(cfg));
+    EXPECT_EQ(sim.run(), ExitCode::done);
+    model->diagnostics(0.0);  // collective: writes rdf.csv
+  };
+  rdf(world, base + "/ranks");
+  if (world.is_root()) {
+    omp_set_num_threads(2);
+    rdf(Comm::self(), base + "/one");
+    omp_set_num_threads(1);
+    auto text = [](const std::string& file) {
+      std::ifstream in(file);
+      return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    };
+    const std::string ranks = text(base + "/ranks/rdf.csv"), one = text(base + "/one/rdf.csv");
+    EXPECT_GT(ranks.size(), 100u);
+    EXPECT_EQ(ranks, one) << "rdf.csv differs between " << world.size() << " ranks and 1 rank";
+    std::filesystem::remove_all(base);
+    std::remove(path.c_str());
+  }
+  world.barrier();
 }
 
 TEST_P(MdRanks, EwaldWithExclusionsAtAnyRankCount) {
