@@ -514,9 +514,11 @@ class MdModel : public Model {
     a.energy = energy;
     energies_fresh_ = energy;
     if (list_->half()) {  // the kernel timers see for_each kernels; the half-list loop is plain host code
-      ScopedTimer timer("md.forces");
-      pair_->compute(ctx_.exec, a);
-      if (a.fixed_rows) {  // the ghosts' shares to their owners, then the owned atoms' forces
+      {
+        ScopedTimer timer("md.forces");
+        pair_->compute(ctx_.exec, a);
+      }
+      if (a.fixed_rows) {  // the ghosts' shares to their owners (timed as md.ghosts), then the owned atoms' forces
         domain_->reverse_add(rows_.data(), fixed::kRow, *atoms_);
         fixed::store_rows(a, rows_.data());
       }
