@@ -395,7 +395,7 @@ __attribute__((target("avx2"))) void add_chunk_rows(const MixedChunk& ch, int m,
 // The half list, at any number of threads: each pair once, from the slot of the smaller id; both
 // atoms' terms go to the arrays of the thread that computes it (the partner's the exact negative),
 // and the threads' arrays are added at the end (integers: the same bits in any grouping). Ghost
-// entries are scratch.
+// entries are scratch, or with a.fixed_rows their owners' shares (the rows go back to them).
 void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParams32& p, std::vector<std::int64_t>& scratch) {
   const int nthreads = omp_get_max_threads();
   const std::size_t nl = static_cast<std::size_t>(a.nlocal > a.n ? a.nlocal : a.n), per = (kPer * nl + 3) / 4 * 4;

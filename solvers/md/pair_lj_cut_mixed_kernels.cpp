@@ -59,17 +59,9 @@ CUMULUS_HD inline LjFixed lj_fixed(const LjMixedPair& m, bool energy) {
   return u;
 }
 
-// Atom i's sums (force x, y, z, energy, virial in units) into its arrays: NaN where bad; each atom
-// takes half of its pairs' energies and virials.
-CUMULUS_HD inline void store(const Atoms& a, int i, const std::int64_t* s, int bad, bool energy) {
-  a.fx[i] = fixed::value(s[0], bad & 1);
-  a.fy[i] = fixed::value(s[1], bad & 1);
-  a.fz[i] = fixed::value(s[2], bad & 1);
-  if (energy) {
-    a.pe[i] = fixed::value(s[3], bad & 2, 0.5);
-    a.virial[i] = fixed::value(s[4], bad & 2, 0.5);
-  }
-}
+// Atom i's sums into its arrays (NaN where bad; each atom takes half of its pairs' energies and
+// virials): fixed_point.hpp's, shared with lj/cut/coul/long.
+using fixed::store_sums;
 
 // The virial tensor's component of one pair: d_a d_b F(r)/r (0 xx, 1 yy, 2 zz, 3 xy, 4 xz, 5 yz).
 CUMULUS_HD inline double tensor_share(int component, const LjMixedPair& m) {
@@ -103,7 +95,7 @@ void lj_forces_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj) {
       s[4] += u.v;
       bad |= u.bad;
     }
-    store(a, i, s, bad, energy);
+    store_sums(a, i, s, bad, energy);
   });
 }
 
@@ -130,7 +122,8 @@ constexpr int kCols = 6;  // force x, y, z, energy, virial, bad bits
 // The half list, at any number of threads: each pair once, from the slot of the smaller id; both
 // atoms' terms go to the arrays of the thread that computes it (the partner's the exact negative
 // for the force), and the threads' arrays are added at the end (integers: the same bits in any
-// grouping). Ghost entries are scratch. `scratch`: the per-thread arrays, kept by the caller.
+// grouping). Ghost entries are scratch, or with a.fixed_rows their owners' shares (the rows go
+// back to them). `scratch`: the per-thread arrays, kept by the caller.
 void lj_forces_half_mixed(const Atoms& a, const LjTable32& lj, std::vector<std::int64_t>& scratch) {
   const int nthreads = omp_get_max_threads();
   const std::size_t nl = static_cast<std::size_t>(a.nlocal > a.n ? a.nlocal : a.n), per = kCols * nl;
@@ -164,8 +157,12 @@ void lj_forces_half_mixed(const Atoms& a, const LjTable32& lj, std::vector<std::
       col[5][i] |= bad_i;
     }
     // (the implicit barrier of the loop above: every thread's arrays are complete)
+    // With a.fixed_rows (Newton's third law across ranks) every local atom's sums, ghosts' too,
+    // go there as rows for the solver to add across ranks; otherwise the owned atoms' are stored.
+    std::int64_t* const rows = a.fixed_rows;
+    const int nsum = rows ? a.nlocal : a.n;
 #pragma omp for schedule(static)
-    for (int i = 0; i < a.n; ++i) {
+    for (int i = 0; i < nsum; ++i) {
       std::int64_t t[5] = {0, 0, 0, 0, 0};
       std::int64_t bad = 0;
       for (int th = 0; th < nthreads; ++th) {
@@ -173,14 +170,22 @@ void lj_forces_half_mixed(const Atoms& a, const LjTable32& lj, std::vector<std::
         for (int w = 0; w < 5; ++w) t[w] += o[w * nl];
         bad |= o[5 * nl];
       }
-      store(a, i, t, static_cast<int>(bad), energy);
+      if (rows) {
+        std::int64_t* const r = rows + static_cast<std::size_t>(fixed::kRow) * i;
+        for (int w = 0; w < 5; ++w) r[w] = t[w];
+        r[5] = bad & 1;
+        r[6] = (bad >> 1) & 1;
+      } else {
+        store_sums(a, i, t, static_cast<int>(bad), energy);
+      }
     }
   }
 }
 
 // The six virial components over the half list in one pass, threads as above: each pair's shares
-// in units, counted once for each of its atoms that this rank owns (in halves of units), totalled
-// per thread in 128 bits and added exactly: lj_virial_mixed's values.
+// in units, counted once for each of its atoms that this rank owns (in halves of units; with
+// a.fixed_rows a pair across ranks is on one rank only, counted there for both), totalled per
+// thread in 128 bits and added exactly: lj_virial_mixed's values.
 void lj_virial_half_mixed(const Atoms& a, const LjTable32& lj, int e, ExactSum* out) {
   __int128 total[6] = {};
   int bad_all = 0;
@@ -193,7 +198,7 @@ void lj_virial_half_mixed(const Atoms& a, const LjTable32& lj, int e, ExactSum* 
       const int i = a.order[s];
       for (std::int64_t k = a.start[s]; k < a.start[s + 1]; ++k) {
         const int j = a.neighbors[k];
-        const int w = (i < a.n) + (j < a.n);
+        const int w = a.fixed_rows ? 2 : (i < a.n) + (j < a.n);
         const LjMixedPair m = lj_mixed_pair(a, lj, i, j);
         for (int q = 0; q < 6; ++q) {
           std::int64_t u;

@@ -81,6 +81,9 @@ std::vector<double> gather_atoms(Model& model, const Comm& comm) {
 // The thermo values a run ends with (exact fixed-point sums: the same bits at any rank count).
 const char* kThermo[] = {"temperature", "pe_per_atom", "ke_per_atom", "etotal_per_atom", "conserved_per_atom",
                          "pressure", "virial_pressure", "pairs_per_atom"};
+// A Coulomb style's energy terms, from its nine sums over the list rather than the per-atom
+// energies: exact sums too (absent for lj/cut).
+const char* kCoulombTerms[] = {"e_vdwl", "e_coul", "e_special"};
 
 std::vector<double> run_md(const Config& cfg, const Comm& comm, const Exec& ex, std::vector<double>* thermo = nullptr) {
   Context ctx{comm, ex, ""};
@@ -88,10 +91,13 @@ std::vector<double> run_md(const Config& cfg, const Comm& comm, const Exec& ex, 
   Simulation sim(*model, ctx, simulation_settings(cfg));
   EXPECT_EQ(sim.run(), ExitCode::done);
   const auto diag = model->diagnostics(0.0);  // collective
-  if (thermo)
-    for (const char* name : kThermo)
+  if (thermo) {
+    std::vector<const char*> names(std::begin(kThermo), std::end(kThermo));
+    names.insert(names.end(), std::begin(kCoulombTerms), std::end(kCoulombTerms));
+    for (const char* name : names)
       for (const auto& [k, v] : diag)
         if (k == name) thermo->push_back(v);
+  }
   return gather_atoms(*model, comm);
 }
 
