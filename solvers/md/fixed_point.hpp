@@ -76,6 +76,15 @@ CUMULUS_HD inline void store_sums(const Atoms& a, int i, const std::int64_t* s, 
 inline constexpr int kRow = 7;
 
 #if !defined(__CUDACC__)
+// Local atom i's sums t (force x, y, z, energy, virial in units) and bad bits (as store_sums')
+// into its row.
+inline void put_row(std::int64_t* rows, int i, const std::int64_t* t, std::int64_t bad) {
+  std::int64_t* const r = rows + static_cast<std::size_t>(kRow) * i;
+  for (int w = 0; w < 5; ++w) r[w] = t[w];
+  r[5] = bad & 1;
+  r[6] = (bad >> 1) & 1;
+}
+
 // The owned atoms' rows (their ghosts' rows already added) into their arrays, as store_sums.
 inline void store_rows(const Atoms& a, const std::int64_t* rows) {
   for (int i = 0; i < a.n; ++i) {

@@ -494,14 +494,10 @@ void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParam
         }
         bad |= o.bad[i];
       }
-      if (rows) {
-        std::int64_t* const r = rows + static_cast<std::size_t>(fixed::kRow) * i;
-        for (int w = 0; w < 5; ++w) r[w] = t[w];
-        r[5] = bad & 1;
-        r[6] = (bad >> 1) & 1;
-      } else {
+      if (rows)
+        fixed::put_row(rows, i, t, bad);
+      else
         store_sums(a, i, t, static_cast<int>(bad), energy);
-      }
     }
   }
 }
