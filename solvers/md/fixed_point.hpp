@@ -16,6 +16,7 @@
 // forces of 10-100 in liquid water). A sum holds 2^39 = 5.5e11: 8,192 terms at the limit.
 #include <cstdint>
 
+#include "core/atomic.hpp"
 #include "core/exact_sum.hpp"
 #include "core/hd_math.hpp"
 #include "core/kernel_pass.hpp"
@@ -75,6 +76,23 @@ CUMULUS_HD inline void store_sums(const Atoms& a, int i, const std::int64_t* s, 
 // any order, with the same bits.
 inline constexpr int kRow = 7;
 
+// Adds sums t (force x, y, z, and with `energy` energy and virial, in units) and bad bits (as
+// store_sums') into local atom i's row, atomically: several threads may share an atom's pairs
+// (the generic full-list loop), and integer additions in any order give the same row.
+CUMULUS_HD inline void add_row(std::int64_t* rows, int i, const std::int64_t* t, int bad, bool energy) {
+  std::int64_t* const r = rows + static_cast<std::ptrdiff_t>(kRow) * i;
+  for (int w = 0; w < (energy ? 5 : 3); ++w)
+    if (t[w] != 0) atomic_add(r + w, t[w]);
+  if (bad & 1) atomic_add(r + 5, 1);
+  if (bad & 2) atomic_add(r + 6, 1);
+}
+
+// Local atom i's row into its arrays, as store_sums.
+CUMULUS_HD inline void store_row(const Atoms& a, int i, const std::int64_t* rows, bool energy) {
+  const std::int64_t* const r = rows + static_cast<std::ptrdiff_t>(kRow) * i;
+  store_sums(a, i, r, (r[5] != 0 ? 1 : 0) | (r[6] != 0 ? 2 : 0), energy);
+}
+
 #if !defined(__CUDACC__)
 // Local atom i's sums t (force x, y, z, energy, virial in units) and bad bits (as store_sums')
 // into its row.
@@ -87,10 +105,7 @@ inline void put_row(std::int64_t* rows, int i, const std::int64_t* t, std::int64
 
 // The owned atoms' rows (their ghosts' rows already added) into their arrays, as store_sums.
 inline void store_rows(const Atoms& a, const std::int64_t* rows) {
-  for (int i = 0; i < a.n; ++i) {
-    const std::int64_t* r = rows + static_cast<std::size_t>(kRow) * i;
-    store_sums(a, i, r, (r[5] != 0 ? 1 : 0) | (r[6] != 0 ? 2 : 0), a.energy);
-  }
+  for (int i = 0; i < a.n; ++i) store_row(a, i, rows, a.energy);
 }
 
 // The same for a 128-bit sum (the host's per-thread totals of many atoms' terms).

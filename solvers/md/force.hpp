@@ -53,6 +53,12 @@ class ForceTerm {
   // there (fixed::kRow), for the solver to add each ghost's row into its owner's and store them.
   // Each rank then computes half of the pairs it shares with another, not all of them.
   virtual bool fills_fixed_rows() const { return false; }
+  // Whether compute() on `ex`'s backend needs each atom's partners in ascending global id (the
+  // lists' default): sums made in list order (double), or a loop that walks an atom's special
+  // partners as a cursor alongside its list (the host's hand-written loops). A term that answers
+  // false lets the kernel builder leave each atom's partners in bin order: on a GPU, the id sort of
+  // a long list (water's 700 partners within 12 A) costs more than the whole step.
+  virtual bool needs_id_order(const Exec& /*ex*/) const { return true; }
   // The style's energy by term over every atom of every rank (collective; exact sums), for thermo
   // columns: {name, total}. Empty for a style with one term.
   virtual std::vector<std::pair<std::string, double>> energy_terms(const Exec& /*ex*/, const Comm& /*comm*/, const Atoms& /*a*/) const {

@@ -74,7 +74,7 @@ class KernelNeighborList : public NeighborList {
     memory::copy(ex, Backend::host, &total, where, start_.data() + n_own, sizeof(std::int64_t));
     if (nbr_.size() < static_cast<std::size_t>(total) || nbr_.size() == 0)
       nbr_ = Buffer<int>(where, std::max<std::size_t>(static_cast<std::size_t>(total + total / 4), 1));
-    CUMULUS_KERNEL(ex, kernels, list_fill)(ex, in, start_.data(), nbr_.data());
+    CUMULUS_KERNEL(ex, kernels, list_fill)(ex, in, start_.data(), nbr_.data(), id_order_);
     half_ = false;
     nslots_ = n_own;
     pairs_ = static_cast<double>(total);

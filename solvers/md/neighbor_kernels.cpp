@@ -144,22 +144,38 @@ void list_count(const Exec& ex, const ListInput& in, std::int64_t* counts) {
   });
 }
 
-// Writes atom i's neighbours at neighbors[start[i] ..], then sorts them by global id (insertion
-// sort: a few dozen entries, and the bins of a lattice-born system hand them over nearly sorted).
-void list_fill(const Exec& ex, const ListInput& in, const std::int64_t* start, int* neighbors) {
+// Writes atom i's neighbours at neighbors[start[i] ..] and, with `by_id`, sorts them by global id.
+// The sort is a Shell sort (Ciura's gaps, then about 2.25 times the last): in place, adaptive
+// (a lattice-born list, handed over nearly sorted by the bins, costs a pass per gap), and
+// O(m^1.3) rather than insertion sort's O(m^2) on the bins' interleaved runs of a liquid (water:
+// m ~ 720 within 12 A; insertion sort's ~130,000 moves an atom took 61 ms a build for 24,000
+// atoms on an H200, more than the steps between builds). Ids are distinct: every sort gives the
+// same order, so the bits do not depend on the algorithm.
+void list_fill(const Exec& ex, const ListInput& in, const std::int64_t* start, int* neighbors, bool by_id) {
   for_each(ex, "md.neighbor_kernels", Box(0, 0, 0, in.nown, 1, 1), [=] CUMULUS_HD(int i, int, int) {
     int* const out = neighbors + start[i];
     int m = 0;
     for_each_partner(in, i, [&](int j) { out[m++] = j; });
-    for (int p = 1; p < m; ++p) {
-      const int j = out[p];
-      const std::int64_t key = in.id[j];
-      int q = p - 1;
-      while (q >= 0 && in.id[out[q]] > key) {
-        out[q + 1] = out[q];
-        --q;
+    if (!by_id || m < 2) return;
+    // Ciura's gaps, then each about 2.25 times the last (up to m < 2^31)
+    constexpr int kGaps[26] = {1,        4,        10,        23,        57,        132,       301,
+                               701,      1577,     3548,      7983,      17961,     40412,     90927,
+                               204585,   460316,   1035711,   2330349,   5243285,   11797391,  26544129,
+                               59724290, 134379652, 302354217, 680296988, 1530668223};
+    int g = 0;
+    while (g + 1 < 26 && kGaps[g + 1] < m) ++g;
+    for (; g >= 0; --g) {
+      const int h = kGaps[g];
+      for (int p = h; p < m; ++p) {
+        const int j = out[p];
+        const std::int64_t key = in.id[j];
+        int q = p - h;
+        while (q >= 0 && in.id[out[q]] > key) {
+          out[q + h] = out[q];
+          q -= h;
+        }
+        out[q + h] = j;
       }
-      out[q + 1] = j;
     }
   });
 }

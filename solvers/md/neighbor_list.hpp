@@ -49,6 +49,12 @@ class NeighborList {
   // the one that owns its smaller-id atom.
   void set_ghost_slots(bool keep) { ghost_slots_ = keep; }
   bool ghost_slots() const { return ghost_slots_; }
+  // Whether each atom's partners are put in ascending global id (the default, and always so by the
+  // host builder). The kernel builder without it leaves them in the order its bins hand them over
+  // (deterministic, but not the host's): for force terms whose sums do not depend on the order
+  // (ForceTerm::needs_id_order).
+  void set_id_order(bool on) { id_order_ = on; }
+  bool id_order() const { return id_order_; }
   // A host copy of the list for host-side computes (the RDF), kept when asked for.
   void keep_host_copy(bool keep) { keep_host_ = keep; }
   const std::vector<std::int64_t>& host_start() const { return host_start_; }
@@ -58,7 +64,7 @@ class NeighborList {
  protected:
   explicit NeighborList(const Exec& ex) : ex_(&ex) {}
   const Exec* ex_;
-  bool half_ = false, keep_host_ = false, threaded_half_ = false, ghost_slots_ = true;
+  bool half_ = false, keep_host_ = false, threaded_half_ = false, ghost_slots_ = true, id_order_ = true;
   int nslots_ = 0;
   double pairs_ = 0;
   long builds_ = 0;

@@ -126,6 +126,7 @@ class LjCut : public ForceTerm {
   bool order_free_sums() const override { return mixed_; }
   // The half-list loop in mixed precision fills Atoms::fixed_rows when given them.
   bool fills_fixed_rows() const override { return mixed_; }
+  bool needs_id_order(const Exec& /*ex*/) const override { return !mixed_; }  // mixed: fixed point, no specials
 
   void compute(const Exec& ex, const Atoms& a) const override {
     if (mixed_) {

@@ -14,6 +14,7 @@
 #include "core/strings.hpp"
 #include "core/timers.hpp"
 #include "solvers/md/coul_table.hpp"
+#include "solvers/md/fixed_point.hpp"
 #include "solvers/md/force.hpp"
 #include "solvers/md/units.hpp"
 
@@ -102,6 +103,9 @@ class CoulLong : public ForceTerm {
   bool order_free_sums() const override { return mixed_; }
   // The half-list loop in mixed precision fills Atoms::fixed_rows when given them.
   bool fills_fixed_rows() const override { return mixed_; }
+  // Mixed: fixed-point sums, and CUDA's loops look each partner's special level up by search
+  // (special_level); the host's hand-written loops walk the specials as a cursor (SpecialCursor).
+  bool needs_id_order(const Exec& ex) const override { return !(mixed_ && ex.is_cuda()); }
   // Double: the tabulated half list keeps the one-thread order at any thread count, its rows
   // beyond the first thread's replayed in turn (coul_forces_half); that replay is serial, so past 4
   // threads the full list (each pair twice, no replay) is expected to be faster (a cost model:
@@ -131,7 +135,7 @@ class CoulLong : public ForceTerm {
       if (a.half)
         coul_mixed_kernels::host_pass::coul_forces_half_mixed(a, table32(), p32_, scratch_);
       else
-        CUMULUS_KERNEL(ex, coul_mixed_kernels, coul_forces_mixed)(ex, a, table32(), p32_);
+        CUMULUS_KERNEL(ex, coul_mixed_kernels, coul_forces_mixed)(ex, a, table32(), p32_, rows(ex, a.n));
       return;
     }
     if (a.half)
@@ -211,6 +215,13 @@ class CoulLong : public ForceTerm {
   Buffer<LjCoefficients32> table32_;
   Buffer<float> coul_table32_;
   mutable std::vector<std::int64_t> scratch_;  // coul_forces_half_mixed's per-thread arrays
+  // coul_forces_mixed's rows (fixed::kRow integers an owned atom, backend memory), grown as needed
+  mutable Buffer<std::int64_t> rows_;
+  std::int64_t* rows(const Exec& ex, int n) const {
+    const std::size_t want = static_cast<std::size_t>(fixed::kRow) * static_cast<std::size_t>(n > 0 ? n : 1);
+    if (rows_.size() < want || rows_.space() != ex.backend()) rows_ = Buffer<std::int64_t>(ex.backend(), want + want / 4, "md.forces rows");
+    return rows_.data();
+  }
   mutable std::array<double, 9> sums_{};
   mutable bool sums_fresh_ = false;
 };

@@ -130,12 +130,15 @@ CUMULUS_DECLARE_KERNEL_PASSES(coul_kernels, CUMULUS_COUL_KERNELS)
 // integers (fixed_point.hpp). The sums do not depend on the order of the pairs, so mixed runs have
 // the same bits at any rank count, thread count and list, and on both backends.
 using CoulParams32 = CoulParamsT<float>;
-// The mixed kernels: forces over a full list on either backend (coul_forces_mixed) or the host's
-// half list at any thread count (coul_forces_half_mixed; `scratch`: its per-thread arrays, kept
-// by the caller so that no call allocates); the nine sums (coul_sum's) one at a time over a full
-// list, or all at once over the host's half list.
+// The mixed kernels: forces over a full list on either backend (coul_forces_mixed; `rows`:
+// fixed::kRow integers an owned atom in the backend's memory, where the generic loop adds each
+// atom's sums from several threads) or the host's half list at any thread count
+// (coul_forces_half_mixed; `scratch`: its per-thread arrays, kept by the caller so that no call
+// allocates); the nine sums (coul_sum's) one at a time over a full list, or all at once over the
+// host's half list.
 #define CUMULUS_COUL_MIXED_KERNELS                                                                      \
-  void coul_forces_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj, const CoulParams32& p);   \
+  void coul_forces_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj, const CoulParams32& p,    \
+                         std::int64_t* rows);                                                            \
   void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParams32& p,                \
                               std::vector<std::int64_t>& scratch);                                       \
   ExactSum coul_sum_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj, const CoulParams32& p, int which, int e); \

@@ -297,9 +297,8 @@ using fixed::store_sums;
 
 
 // The full list, on either backend: each owned atom sums its own pairs.
-void coul_forces_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj, const CoulParams32& p) {
+void coul_forces_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj, const CoulParams32& p, std::int64_t* rows) {
   const bool energy = a.energy;
-  auto store = [=] CUMULUS_HD(int i, const std::int64_t* s, int bad) { store_sums(a, i, s, bad, energy); };
 #if !defined(__CUDACC__) && defined(__x86_64__)
   if (!ex.is_cuda() && mixed_simd()) {
     detail::KernelTimer<int> timer(ex, "md.forces");
@@ -323,27 +322,36 @@ void coul_forces_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj, cons
             }
           bad |= b;
         });
-        store(i, s, bad);
+        store_sums(a, i, s, bad, energy);
       }
     }
     return;
   }
 #endif
-  for_each(ex, "md.forces", Box(0, 0, 0, a.n, 1, 1), [=] CUMULUS_HD(int i, int, int) {
-    std::int64_t s[5] = {0, 0, 0, 0, 0};
+  // The generic loop (CUDA's; the host's without AVX2): each atom's partners shared out over
+  // `split` threads, partner k to thread k mod split (on CUDA neighbouring threads, so that a warp's
+  // list reads are runs of 32 bytes), each thread's integer sums added into the atom's row
+  // atomically, then the rows stored. On a GPU one thread an atom would leave a liquid's 700-pair
+  // loops to 24,000 threads: a tenth of an H200's, and each serial. The host splits in 2, for the
+  // tests to see the split's bits (the same: integer sums).
+  const int split = ex.is_cuda() ? 8 : 2, n = a.n;
+  for_each(ex, "md.forces", Box(0, 0, 0, fixed::kRow * n, 1, 1), [=] CUMULUS_HD(int k, int, int) { rows[k] = 0; });
+  for_each(ex, "md.forces", Box(0, 0, 0, split, n, 1), [=] CUMULUS_HD(int s, int i, int) {
+    std::int64_t t[5] = {0, 0, 0, 0, 0};
     int bad = 0;
-    for (std::int64_t k = a.start[i]; k < a.start[i + 1]; ++k) {
+    for (std::int64_t k = a.start[i] + s; k < a.start[i + 1]; k += split) {
       const int j = a.neighbors[k];
       const FixedTerms u = fixed_terms(mixed_pair(a, lj, p, i, j, a.nspecial > 0 ? special_level(a, i, a.id[j]) : 0), energy);
-      s[0] += u.f[0];
-      s[1] += u.f[1];
-      s[2] += u.f[2];
-      s[3] += u.e;
-      s[4] += u.v;
+      t[0] += u.f[0];
+      t[1] += u.f[1];
+      t[2] += u.f[2];
+      t[3] += u.e;
+      t[4] += u.v;
       bad |= u.bad;
     }
-    store(i, s, bad);
+    fixed::add_row(rows, i, t, bad, energy);
   });
+  for_each(ex, "md.forces", Box(0, 0, 0, n, 1, 1), [=] CUMULUS_HD(int i, int, int) { fixed::store_row(a, i, rows, energy); });
 }
 
 #if !defined(__CUDACC__)

@@ -248,7 +248,8 @@ for style in ("ewald", "pme"):
 # come back from the checkpoint with it, and the partners are found again among the new ranks'
 # ghosts; 1 -> 1 and 2 -> 3 ranks (PME's grid 18^3: at least 6 planes per rank at 3).
 m, a = 6, 1.5
-s, c = 0.5 * np.sin(np.radians(52.26)), 0.5 * np.cos(np.radians(52.26))
+# (plain floats: numpy 2 writes a numpy scalar's repr as np.float64(...), which no data file reads)
+s, c = float(0.5 * np.sin(np.radians(52.26))), float(0.5 * np.cos(np.radians(52.26)))
 n = m ** 3
 with open(os.path.join(d, "molecules.data"), "w") as f:
     f.write(f"molecules\n\n{3 * n} atoms\n2 atom types\n{2 * n} bonds\n1 bond types\n{n} angles\n1 angle types\n\n" +

@@ -25,6 +25,7 @@
 #include "solvers/md/data_file.hpp"
 #include "solvers/md/force.hpp"
 #include "solvers/md/neighbor_list.hpp"
+#include "solvers/md/fixed_point.hpp"
 #include "solvers/md/pair_lj_cut_coul_long.hpp"
 #include "solvers/md/setup.hpp"
 #include "solvers/md/topology.hpp"
@@ -461,6 +462,12 @@ TEST(PairCoulLong, TabulatedLoopsGiveCoulPairsBits) {
 // and the same bits over the full list (two threads), the half list at one thread and at two, by
 // the generic loops and the AVX2 loop; then a pair out of the fixed-point range.
 namespace {
+// coul_forces_mixed's rows (fixed::kRow integers an owned atom; host memory), one buffer a test.
+std::int64_t* mixed_rows(int n) {
+  static std::vector<std::int64_t> rows;
+  rows.assign(static_cast<std::size_t>(fixed::kRow) * static_cast<std::size_t>(n), -1);  // not zero: the kernel clears them
+  return rows.data();
+}
 struct MixedIons {
   IonChains ions;
   CoulParams32 p32;
@@ -514,7 +521,7 @@ struct MixedIons {
     if (o.half)
       coul_mixed_kernels::host_pass::coul_forces_half_mixed(a, lj32, p32, scratch);
     else
-      coul_mixed_kernels::host_pass::coul_forces_mixed(ex, a, lj32, p32);
+      coul_mixed_kernels::host_pass::coul_forces_mixed(ex, a, lj32, p32, mixed_rows(a.n));
     const double* got[5] = {a.fx, a.fy, a.fz, a.pe, a.virial};
     for (int w = 0; w < 5; ++w) o.w[w].assign(got[w], got[w] + IonChains::n);
     ExactSum s[9];
@@ -571,6 +578,40 @@ TEST(PairCoulLong, MixedPrecisionIsDoubleToFp32AndTheSameOverEveryListAndThreadC
   for (std::size_t r = 1; r < out.size(); ++r) {
     for (int w = 0; w < 5; ++w) EXPECT_TRUE(same_bits(out[0].w[w], out[r].w[w])) << paths[r].name << " differs in array " << w;
     for (int w = 0; w < 9; ++w) EXPECT_EQ(out[0].sums[w], out[r].sums[w]) << paths[r].name << ", sum " << w;
+  }
+  // CUDA's list in mixed precision: each atom's partners as the kernel builder leaves them without
+  // the id sort (ForceTerm::needs_id_order is false there), in any order: here the full list's
+  // partners reversed. The generic loops (CUDA's) give the same bits, special pairs included.
+  {
+    ::setenv("CUMULUS_NO_AVX512", "1", 1);
+    const int saved = omp_get_max_threads();
+    omp_set_num_threads(2);
+    auto list = make_kernel_neighbor_list(ex, false);
+    m.ions.atoms.fit_scratch(m.ions.atoms.nown());
+    list->build(m.ions.atoms, m.ions.box, 8.5);
+    Atoms a = m.ions.atoms.view(list.get(), m.ions.box);
+    a.energy = true;
+    std::vector<int> reversed(a.neighbors, a.neighbors + a.start[a.n]);
+    for (int i = 0; i < a.n; ++i) std::reverse(reversed.begin() + a.start[i], reversed.begin() + a.start[i + 1]);
+    a.neighbors = reversed.data();
+    ASSERT_FALSE(a.half);
+    ASSERT_GT(a.nspecial, 0);
+    int unsorted = 0;
+    for (int i = 0; i < a.n; ++i)
+      for (std::int64_t k = a.start[i] + 1; k < a.start[i + 1]; ++k) unsorted += a.id[a.neighbors[k]] < a.id[a.neighbors[k - 1]];
+    EXPECT_GT(unsorted, 0) << "the kernel list came in id order: the test would not tell";
+    const LjTable32 lj32{m.c32.data(), 2};
+    coul_mixed_kernels::host_pass::coul_forces_mixed(ex, a, lj32, m.p32, mixed_rows(a.n));
+    const double* got[5] = {a.fx, a.fy, a.fz, a.pe, a.virial};
+    for (int w = 0; w < 5; ++w)
+      EXPECT_TRUE(same_bits(out[0].w[w], std::vector<double>(got[w], got[w] + n))) << "reversed list, array " << w;
+    for (int w = 0; w < 9; ++w) {
+      double v = 0;
+      if (!coul_mixed_kernels::host_pass::coul_sum_mixed(ex, a, lj32, m.p32, w, -60).value_rounded(-60, &v)) v = std::nan("");
+      EXPECT_EQ(out[0].sums[w], v) << "reversed list, sum " << w;
+    }
+    omp_set_num_threads(saved);
+    ::unsetenv("CUMULUS_NO_AVX512");
   }
   double df = 0, f2 = 0, pe_d = 0, pe_m = 0;
   for (int i = 0; i < n; ++i) {
@@ -817,7 +858,7 @@ TEST(PairCoulLong, FirstPassKeepsEveryPairWithinReach) {
       if (half)
         coul_mixed_kernels::host_pass::coul_forces_half_mixed(a, lj32, p32, scratch);
       else
-        coul_mixed_kernels::host_pass::coul_forces_mixed(ex, a, lj32, p32);
+        coul_mixed_kernels::host_pass::coul_forces_mixed(ex, a, lj32, p32, mixed_rows(a.n));
       omp_set_num_threads(saved);
       ::unsetenv("CUMULUS_NO_AVX512");
       const double* got[5] = {a.fx, a.fy, a.fz, a.pe, a.virial};

@@ -265,6 +265,43 @@ TEST_P(NeighborListTest, KernelListIsTheBruteForceList) {
   EXPECT_EQ(list->builds(), 2);
 }
 
+// Long lists (about 880 partners an atom: every gap of the fill's Shell sort up to 701 in use), by the kernel builder (two bins an axis: its all-pairs path, which hands partners over in
+// index order, unrelated to the ids): in id order, the brute-force list; without id order
+// (NeighborList::set_id_order(false), for order-free force terms) the same partners in the order
+// they came, which is not ascending, and the same at every build.
+TEST(KernelNeighborList, LongListsInIdOrderOrNot) {
+  const Case c{"long_lists", {9.0, 9.2, 9.4}, 4.5, 1700, 100};
+  Exec ex;
+  MdAtoms atoms(ex, {1.0});
+  load(atoms, random_points(c, 15), c.nown, ex);
+  const auto ref = brute_force(atoms, c.box, c.reach);
+  std::size_t longest = 0;
+  for (const auto& v : ref) longest = std::max(longest, v.size());
+  EXPECT_GT(longest, 701u);
+  auto list = make_kernel_neighbor_list(ex, false);
+  EXPECT_TRUE(list->id_order());
+  list->build(atoms, c.box, c.reach);
+  expect_full_list_is(*list, atoms, ref, ex);
+
+  list->set_id_order(false);
+  list->build(atoms, c.box, c.reach);
+  const HostList h = copy_list(*list, atoms.nlocal(), ex);
+  list->build(atoms, c.box, c.reach);
+  const HostList h2 = copy_list(*list, atoms.nlocal(), ex);
+  EXPECT_EQ(h.start, h2.start);
+  EXPECT_EQ(h.nbr, h2.nbr) << "bin order differs between two builds of the same atoms";
+  int unsorted = 0;
+  for (int i = 0; i < atoms.nown(); ++i) {
+    std::vector<std::int64_t> got;
+    for (std::int64_t k = h.start[static_cast<std::size_t>(i)]; k < h.start[static_cast<std::size_t>(i) + 1]; ++k)
+      got.push_back(atoms.hid()[h.nbr[static_cast<std::size_t>(k)]]);
+    unsorted += !std::is_sorted(got.begin(), got.end());
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, ref[static_cast<std::size_t>(i)]) << "partners of owned atom " << i;
+  }
+  EXPECT_GT(unsorted, atoms.nown() / 2) << "the bins' order is the ids' order: the flag was not exercised";
+}
+
 // The kernel builder that re-sorts the atoms (one rank, so no ghosts): every registered array follows
 // the new order on the backend (each id keeps its position), and the list over the new order is
 // the brute-force list.

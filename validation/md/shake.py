@@ -154,9 +154,9 @@ def methanol_data(path, n=5, spacing=5.0, T=298.15, seed=1996):
         f.write("\nAngle Coeffs\n\n" + "".join(f"{t} {k!r} {a!r}\n" for t, (k, a) in ANGLES.items()))
         f.write("\nAtoms # full\n\n")
         for i in range(N):
-            p = x[i] - L * np.floor(x[i] / L)
+            p = (x[i] - L * np.floor(x[i] / L)).tolist()  # plain floats: numpy 2's repr is np.float64(...)
             f.write(f"{i + 1} {i // 6 + 1} {types[i]} {TYPES[types[i]][1]!r} {p[0]!r} {p[1]!r} {p[2]!r}\n")
-        f.write("\nVelocities\n\n" + "".join(f"{i + 1} {v[i][0]!r} {v[i][1]!r} {v[i][2]!r}\n" for i in range(N)))
+        f.write("\nVelocities\n\n" + "".join(f"{i + 1} {a!r} {b!r} {c!r}\n" for i, (a, b, c) in enumerate(v.tolist())))
         f.write("\nBonds\n\n" + "".join(f"{k + 1} {t} {a} {b}\n" for k, (t, a, b) in enumerate(bonds)))
         f.write("\nAngles\n\n" + "".join(f"{k + 1} {t} {a} {b} {c}\n" for k, (t, a, b, c) in enumerate(angles)))
     return L, N, mass
