@@ -111,7 +111,11 @@ CUMULUS_HD inline double wrap(double x, double L, int& image) {
   void prefix_sum(const Exec& ex, const std::int64_t* counts, std::int64_t* start, int n, void* temp,  \
                   std::size_t* temp_bytes);                                                           \
   void list_count(const Exec& ex, const ListInput& in, std::int64_t* counts);                         \
-  void list_fill(const Exec& ex, const ListInput& in, const std::int64_t* start, int* neighbors, bool by_id);\
+  void list_fill(const Exec& ex, const ListInput& in, const std::int64_t* start, int* neighbors);     \
+  void list_count_bins(const Exec& ex, const ListInput& in, std::int64_t* counts);                    \
+  void list_fill_bins(const Exec& ex, const ListInput& in, const std::int64_t* start, int* neighbors); \
+  void list_starts(const Exec& ex, const std::int64_t* bin_starts, int n, std::int64_t* start);       \
+  void list_sort(const Exec& ex, const ListInput& in, const std::int64_t* start, int* neighbors);     \
   void pack_positions(const Exec& ex, const Atoms& a, const int* idx, int n, double* out);            \
   void unpack_positions(const Exec& ex, const Atoms& a, const double* in, int first, int n);
 CUMULUS_DECLARE_KERNEL_PASSES(kernels, CUMULUS_MD_KERNELS)

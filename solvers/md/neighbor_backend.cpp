@@ -41,9 +41,12 @@ class KernelNeighborList : public NeighborList {
     in.nlocal = nlocal;
     in.g = g;
     std::size_t sort_bytes = 0, scan_bytes = 0;
-    fit(ex, counts_, static_cast<std::size_t>(std::max(n_own, 1)));
+    // The binned path counts by (atom, bin around it): 27 counts an atom, scanned (list_count_bins).
+    const int runs = g.brute ? n_own : 27 * n_own;
+    fit(ex, counts_, static_cast<std::size_t>(std::max(runs, 1)));
+    fit(ex, runs_start_, static_cast<std::size_t>(runs) + 1);
     fit(ex, start_, static_cast<std::size_t>(n_own) + 1);
-    CUMULUS_KERNEL(ex, kernels, prefix_sum)(ex, counts_.data(), start_.data(), n_own, nullptr, &scan_bytes);
+    CUMULUS_KERNEL(ex, kernels, prefix_sum)(ex, counts_.data(), runs_start_.data(), runs, nullptr, &scan_bytes);
     if (!g.brute && nlocal > 0) {
       const int nbins = g.nb[0] * g.nb[1] * g.nb[2];
       fit(ex, key_in_, nl);
@@ -68,13 +71,23 @@ class KernelNeighborList : public NeighborList {
     } else {
       fit(ex, temp_, std::max<std::size_t>(scan_bytes, 1));
     }
-    CUMULUS_KERNEL(ex, kernels, list_count)(ex, in, counts_.data());
-    CUMULUS_KERNEL(ex, kernels, prefix_sum)(ex, counts_.data(), start_.data(), n_own, temp_.data(), &scan_bytes);
+    if (g.brute) {
+      CUMULUS_KERNEL(ex, kernels, list_count)(ex, in, counts_.data());
+      CUMULUS_KERNEL(ex, kernels, prefix_sum)(ex, counts_.data(), start_.data(), n_own, temp_.data(), &scan_bytes);
+    } else {
+      CUMULUS_KERNEL(ex, kernels, list_count_bins)(ex, in, counts_.data());
+      CUMULUS_KERNEL(ex, kernels, prefix_sum)(ex, counts_.data(), runs_start_.data(), runs, temp_.data(), &scan_bytes);
+      CUMULUS_KERNEL(ex, kernels, list_starts)(ex, runs_start_.data(), n_own, start_.data());
+    }
     std::int64_t total = 0;
     memory::copy(ex, Backend::host, &total, where, start_.data() + n_own, sizeof(std::int64_t));
     if (nbr_.size() < static_cast<std::size_t>(total) || nbr_.size() == 0)
       nbr_ = Buffer<int>(where, std::max<std::size_t>(static_cast<std::size_t>(total + total / 4), 1));
-    CUMULUS_KERNEL(ex, kernels, list_fill)(ex, in, start_.data(), nbr_.data(), id_order_);
+    if (g.brute)
+      CUMULUS_KERNEL(ex, kernels, list_fill)(ex, in, start_.data(), nbr_.data());
+    else
+      CUMULUS_KERNEL(ex, kernels, list_fill_bins)(ex, in, runs_start_.data(), nbr_.data());
+    if (id_order_) CUMULUS_KERNEL(ex, kernels, list_sort)(ex, in, start_.data(), nbr_.data());
     half_ = false;
     nslots_ = n_own;
     pairs_ = static_cast<double>(total);
@@ -91,7 +104,7 @@ class KernelNeighborList : public NeighborList {
  private:
   bool reorder_;
   Buffer<int> key_in_, key_out_, val_in_, val_out_, bin_start_;
-  Buffer<std::int64_t> counts_;
+  Buffer<std::int64_t> counts_, runs_start_;
   Buffer<unsigned char> temp_;
 };
 }  // namespace

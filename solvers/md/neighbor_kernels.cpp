@@ -20,14 +20,36 @@ namespace kernels::CUMULUS_PASS {
 // atoms stay on the device) and, for testing and as the oracle's twin, on the host. Binning is a
 // stable radix sort of the atoms by list bin (CUB; no atomics, so the bins' contents come in a
 // fixed order), bin boundaries from the sorted keys, then two passes over each owned atom's 27
-// bins: count, prefix sum, fill. Every atom's neighbours are then sorted by global id, so that
-// its forces sum in the order of the host's list: the same bits on both backends.
+// bins, a thread for each (atom, bin): count, prefix sum, fill. Every atom's neighbours are then
+// sorted by global id (list_sort), so that its forces sum in the order of the host's list: the
+// same bits on both backends; a force term whose sums do not depend on the order skips that sort
+// (NeighborList::set_id_order). Fewer than 3 bins along an axis: all pairs, a thread an atom.
 namespace {
 CUMULUS_HD inline int list_bin(double x, int nb, double L) {
   const int b = static_cast<int>(floor(x * nb / L));
   return b < 0 ? 0 : (b > nb - 1 ? nb - 1 : b);
 }
 CUMULUS_HD inline int wrap_bin(int b, int nb) { return b < 0 ? b + nb : (b >= nb ? b - nb : b); }
+// The 27 list bins around an atom's own (itself included), numbered b = 9 (dz + 1) + 3 (dy + 1) +
+// (dx + 1): the order in which an atom's partners are listed.
+constexpr int kBinsAround = 27;
+// Calls visit(j) for every local atom j other than i within cutoff + skin of atom i in bin b
+// around atom i's (the binned path: at least 3 bins along every axis, so the 27 are distinct).
+template <class Visit>
+CUMULUS_HD inline void for_each_partner_in(const ListInput& in, int i, int b, Visit&& visit) {
+  const double xi = in.x[i], yi = in.y[i], zi = in.z[i];
+  const double rl2 = in.g.rl2, bx = in.g.box[0], by = in.g.box[1], bz = in.g.box[2];
+  const int n0 = in.g.nb[0], n1 = in.g.nb[1], n2 = in.g.nb[2];
+  const int cz = wrap_bin(list_bin(zi, n2, bz) + b / 9 - 1, n2);
+  const int cy = wrap_bin(list_bin(yi, n1, by) + (b / 3) % 3 - 1, n1);
+  const int cx = wrap_bin(list_bin(xi, n0, bx) + b % 3 - 1, n0);
+  const int bin = (cz * n1 + cy) * n0 + cx;
+  for (int k = in.bin_start[bin]; k < in.bin_start[bin + 1]; ++k) {
+    const int j = in.bin_atoms ? in.bin_atoms[k] : k;
+    const double ex = minimum_image(xi - in.x[j], bx), ey = minimum_image(yi - in.y[j], by), ez = minimum_image(zi - in.z[j], bz);
+    if (j != i && ex * ex + ey * ey + ez * ez < rl2) visit(j);
+  }
+}
 // Calls visit(j) for every local atom j other than i within cutoff + skin of atom i (minimum
 // image; for a pair within reach that is the host builder's shifted difference, bit for bit).
 template <class Visit>
@@ -43,23 +65,7 @@ CUMULUS_HD inline void for_each_partner(const ListInput& in, int i, Visit&& visi
     }
     return;
   }
-  const int n0 = in.g.nb[0], n1 = in.g.nb[1], n2 = in.g.nb[2];
-  const int b0 = list_bin(xi, n0, bx), b1 = list_bin(yi, n1, by), b2 = list_bin(zi, n2, bz);
-  for (int dz = -1; dz <= 1; ++dz) {
-    const int cz = wrap_bin(b2 + dz, n2);
-    for (int dy = -1; dy <= 1; ++dy) {
-      const int cy = wrap_bin(b1 + dy, n1);
-      for (int dx = -1; dx <= 1; ++dx) {
-        const int b = (cz * n1 + cy) * n0 + wrap_bin(b0 + dx, n0);
-        for (int k = in.bin_start[b]; k < in.bin_start[b + 1]; ++k) {
-          const int j = in.bin_atoms ? in.bin_atoms[k] : k;
-          const double ex = minimum_image(xi - in.x[j], bx), ey = minimum_image(yi - in.y[j], by),
-                       ez = minimum_image(zi - in.z[j], bz);
-          if (j != i && ex * ex + ey * ey + ez * ez < rl2) visit(j);
-        }
-      }
-    }
-  }
+  for (int b = 0; b < kBinsAround; ++b) for_each_partner_in(in, i, b, visit);
 }
 }  // namespace
 
@@ -144,19 +150,52 @@ void list_count(const Exec& ex, const ListInput& in, std::int64_t* counts) {
   });
 }
 
-// Writes atom i's neighbours at neighbors[start[i] ..] and, with `by_id`, sorts them by global id.
-// The sort is a Shell sort (Ciura's gaps, then about 2.25 times the last): in place, adaptive
-// (a lattice-born list, handed over nearly sorted by the bins, costs a pass per gap), and
-// O(m^1.3) rather than insertion sort's O(m^2) on the bins' interleaved runs of a liquid (water:
-// m ~ 720 within 12 A; insertion sort's ~130,000 moves an atom took 61 ms a build for 24,000
-// atoms on an H200, more than the steps between builds). Ids are distinct: every sort gives the
-// same order, so the bits do not depend on the algorithm.
-void list_fill(const Exec& ex, const ListInput& in, const std::int64_t* start, int* neighbors, bool by_id) {
+// Writes atom i's neighbours at neighbors[start[i] ..], in the order for_each_partner finds them.
+void list_fill(const Exec& ex, const ListInput& in, const std::int64_t* start, int* neighbors) {
   for_each(ex, "md.neighbor_kernels", Box(0, 0, 0, in.nown, 1, 1), [=] CUMULUS_HD(int i, int, int) {
     int* const out = neighbors + start[i];
     int m = 0;
     for_each_partner(in, i, [&](int j) { out[m++] = j; });
-    if (!by_id || m < 2) return;
+  });
+}
+
+// The binned path by (bin around, atom): one thread for each of an atom's 27 bins, counting, then
+// filling its run of the list (on a GPU, 27 times the threads of one an atom, each a 27th of the
+// serial scan: a liquid's atom scans some 5,000 candidates). counts[27 i + b]: atom i's partners
+// in bin b; their prefix sums place the runs, so every atom's partners come in the order
+// for_each_partner gives them, the same list.
+void list_count_bins(const Exec& ex, const ListInput& in, std::int64_t* counts) {
+  for_each(ex, "md.neighbor_kernels", Box(0, 0, 0, kBinsAround, in.nown, 1), [=] CUMULUS_HD(int b, int i, int) {
+    std::int64_t c = 0;
+    for_each_partner_in(in, i, b, [&](int) { ++c; });
+    counts[kBinsAround * static_cast<std::int64_t>(i) + b] = c;
+  });
+}
+void list_fill_bins(const Exec& ex, const ListInput& in, const std::int64_t* start, int* neighbors) {
+  for_each(ex, "md.neighbor_kernels", Box(0, 0, 0, kBinsAround, in.nown, 1), [=] CUMULUS_HD(int b, int i, int) {
+    int* const out = neighbors + start[kBinsAround * static_cast<std::int64_t>(i) + b];
+    int m = 0;
+    for_each_partner_in(in, i, b, [&](int j) { out[m++] = j; });
+  });
+}
+// Each atom's start from the (atom, bin) starts: start[i] = bin_starts[27 i], i = 0 .. n.
+void list_starts(const Exec& ex, const std::int64_t* bin_starts, int n, std::int64_t* start) {
+  for_each(ex, "md.neighbor_kernels", Box(0, 0, 0, n + 1, 1, 1),
+           [=] CUMULUS_HD(int i, int, int) { start[i] = bin_starts[kBinsAround * static_cast<std::int64_t>(i)]; });
+}
+
+// Sorts each atom's neighbours by global id: a Shell sort (Ciura's gaps, then about 2.25 times the
+// last), in place, adaptive (a lattice-born list, handed over nearly sorted by the bins, costs a
+// pass per gap) and O(m^1.3) rather than insertion sort's O(m^2) on the bins' interleaved runs of a
+// liquid (water: m ~ 720 within 12 A; insertion sort's ~130,000 moves an atom took 61 ms a build
+// for 24,000 atoms on an H200, more than the steps between builds). Ids are distinct: every sort
+// gives the same order, so the bits do not depend on the algorithm.
+void list_sort(const Exec& ex, const ListInput& in, const std::int64_t* start, int* neighbors) {
+  for_each(ex, "md.neighbor_kernels", Box(0, 0, 0, in.nown, 1, 1), [=] CUMULUS_HD(int i, int, int) {
+    int* const out = neighbors + start[i];
+    const std::int64_t m64 = start[i + 1] - start[i];
+    const int m = static_cast<int>(m64);
+    if (m < 2) return;
     // Ciura's gaps, then each about 2.25 times the last (up to m < 2^31)
     constexpr int kGaps[26] = {1,        4,        10,        23,        57,        132,       301,
                                701,      1577,     3548,      7983,      17961,     40412,     90927,

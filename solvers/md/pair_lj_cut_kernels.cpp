@@ -223,8 +223,8 @@ void lj_forces_half(const Atoms& a, const LjTable& lj) {
     vir[i] = 0;
   }
   const int nown = a.n;
-  const bool energy = a.energy;
 #if !defined(__CUDACC__)
+  const bool energy = a.energy;  // (the CUDA pass's copy of this host-only loop sums every term)
   Chunk k;
   static const bool avx512 = has_avx512();
 #endif
