@@ -68,14 +68,19 @@ def main():
         big = box(work, "big.data", args.molecules)
         small = box(work, "small.data", args.check_molecules)
         for prec in precisions:
-            wall, _, _, t = run(exe, work, f"big-{prec}", job(big, args.steps, prec), args.backend)
+            wall, head_big, last_big, t = run(exe, work, f"big-{prec}", job(big, args.steps, prec), args.backend)
             nsday = args.steps * 2.0e-6 / (wall / 86400.0)
             print(f"rigid SPC/E, {3 * args.molecules:,} atoms, PME 1e-5, 10 A, SETTLE, 2 fs, {args.steps} steps on "
                   f"{args.backend}, {prec} precision: {nsday:,.1f} ns/day ({1e3 * wall / args.steps:.3f} ms per step)")
             per = {k: 1e3 * v / args.steps for k, v in t.items()
-                   if k in ("md.forces", "md.kspace", "md.neighbor_build", "md.integrate", "md.settle",
-                            "md.settle_velocities", "md.ghosts", "md.constraints")}
+                   if k in ("md.forces", "md.kspace", "md.neighbor_build", "md.neighbor_kernels", "md.integrate", "md.settle",
+                            "md.settle_velocities", "md.ghosts", "md.constraints", "md.neighbor_check", "md.thermo")}
             print("  per step (ms): " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(per.items())))
+            # k-space by phase, and how often the list was built (the next lease's leads)
+            pme = {k: 1e3 * v / args.steps for k, v in t.items() if k.startswith(("md.pme", "fft."))}
+            print("  k-space per step (ms): " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(pme.items())))
+            if "neighbor_builds" in head_big:
+                print(f"  neighbour list builds: {last_big[head_big.index('neighbor_builds')]} in {args.steps} steps")
             _, head, host, _ = run(exe, work, f"check-host-{prec}", job(small, args.check_steps, prec), "host")
             _, _, dev, _ = run(exe, work, f"check-{args.backend}-{prec}", job(small, args.check_steps, prec), args.backend)
             worst, col = worst_difference(head, host, dev)
