@@ -39,7 +39,7 @@ def job(data, steps):
     return text + "".join(f"{k} = {v}\n" for k, v in keys.items())
 
 
-def run(exe, work, name, text, backend):
+def run(exe, work, name, text, backend, env=None):
     """Runs the job `text` in work/name on `backend`; returns (loop wall s, first and last
     diagnostics rows, the timers). Also bench/md_water_gpu.py's."""
     d = os.path.join(work, name)
@@ -47,7 +47,8 @@ def run(exe, work, name, text, backend):
     with open(os.path.join(d, "job.toml"), "w") as f:
         f.write(text)
     p = subprocess.run([exe, "run", "job.toml", "--backend", backend, "--set", 'run.directory="run"'], cwd=d,
-                       capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1")))
+                       capture_output=True, text=True,
+                       env=dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"), **(env or {})))
     if p.returncode != 0:
         print(p.stdout[-3000:] + p.stderr[-3000:])
         sys.exit(f"{os.path.basename(sys.argv[0])}: {name} failed with exit {p.returncode}")

@@ -79,6 +79,12 @@ def main():
             # k-space by phase, and how often the list was built (the next lease's leads)
             pme = {k: 1e3 * v / args.steps for k, v in t.items() if k.startswith(("md.pme", "fft."))}
             print("  k-space per step (ms): " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(pme.items())))
+            if prec == "mixed" and args.backend == "cuda":
+                # the same run without CUDA events around each kernel: what the timing table costs
+                w2, _, _, _ = run(exe, work, f"big-{prec}-untimed", job(big, args.steps, prec), args.backend,
+                                  env={"CUMULUS_KERNEL_TIMERS": "0"})
+                print(f"  without kernel timers (CUMULUS_KERNEL_TIMERS=0): {args.steps * 2.0e-6 / (w2 / 86400.0):,.1f} ns/day "
+                      f"({1e3 * w2 / args.steps:.3f} ms per step)")
             if "neighbor_builds" in head_big:
                 print(f"  neighbour list builds: {last_big[head_big.index('neighbor_builds')]} in {args.steps} steps")
             _, head, host, _ = run(exe, work, f"check-host-{prec}", job(small, args.check_steps, prec), "host")

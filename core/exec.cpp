@@ -61,6 +61,14 @@ bool cuda_sync_launches() {
   return on;
 }
 
+bool cuda_kernel_timers() {
+  static const bool on = [] {
+    const char* v = std::getenv("CUMULUS_KERNEL_TIMERS");
+    return !(v && std::strcmp(v, "0") == 0);
+  }();
+  return on;
+}
+
 #ifdef CUMULUS_HAVE_CUDA
 namespace {
 // The label of the last kernel launched, copied (the label's owner may be gone by the time an
@@ -283,6 +291,7 @@ struct EventPair {
   cudaEvent_t start, stop;
 };
 std::vector<EventPair> pending_events;
+constexpr int kUntimed = -(1 << 30);  // a CUDA launch not timed (CUMULUS_KERNEL_TIMERS=0); pairs are -1 .. -4097
 std::vector<cudaEvent_t> free_events;
 cudaEvent_t take_event() {
   if (!free_events.empty()) {
@@ -313,6 +322,7 @@ void flush_event_timers() {
 int kernel_timer_begin(const Exec& ex, const char* label) {
 #ifdef CUMULUS_HAVE_CUDA
   if (ex.is_cuda()) {
+    if (!cuda_kernel_timers()) return kUntimed;
     if (pending_events.size() > 4096) flush_event_timers();  // bound the pool
     EventPair p{TimerRegistry::instance().slot(label), take_event(), take_event()};
     cudaEventRecord(p.start, ex.stream());
@@ -327,6 +337,7 @@ int kernel_timer_begin(const Exec& ex, const char* label) {
 
 void kernel_timer_end(const Exec& ex, int token) {
 #ifdef CUMULUS_HAVE_CUDA
+  if (token == kUntimed) return;
   if (token < 0) {
     cudaEventRecord(pending_events[static_cast<std::size_t>(-token - 1)].stop, ex.stream());
     return;

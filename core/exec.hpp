@@ -76,6 +76,11 @@ double device_memory_used(const Exec& exec);
 // kernel that faults is named with its box at once instead of surfacing as an error at the next
 // synchronisation, which can only name the last kernel queued (scripts/gpu-check's first pass).
 bool cuda_sync_launches();
+// Whether kernels launched on CUDA are timed by a pair of CUDA events each (the timing table's
+// kernel rows): yes unless CUMULUS_KERNEL_TIMERS=0 in the environment. Two event records a launch
+// cost host time where a step is made of many small launches (an MD step of a small box): the
+// switch measures that cost and spares it. Host kernels are timed either way (a clock read).
+bool cuda_kernel_timers();
 
 namespace detail {
 // Kernel timing by label: on the host a wall clock, on CUDA a pair of events read back lazily,
