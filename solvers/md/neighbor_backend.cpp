@@ -5,6 +5,7 @@
 // Results do not depend on the order (forces sum in id order; thermo sums are exact).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "solvers/md/neighbor_list.hpp"
 
@@ -41,8 +42,11 @@ class KernelNeighborList : public NeighborList {
     in.nlocal = nlocal;
     in.g = g;
     std::size_t sort_bytes = 0, scan_bytes = 0;
-    // The binned path counts by (atom, bin around it): 27 counts an atom, scanned (list_count_bins).
-    const int runs = g.brute ? n_own : 27 * n_own;
+    // The binned path counts by (atom, bin around it): 27 counts an atom, scanned (list_count_bins),
+    // while 27 n_own fits the scan's int count (below 79.5 million owned atoms); beyond, a thread an
+    // atom (list_count: the same list).
+    const bool by_bins = !g.brute && 27LL * n_own <= std::numeric_limits<int>::max();
+    const int runs = by_bins ? 27 * n_own : n_own;
     fit(ex, counts_, static_cast<std::size_t>(std::max(runs, 1)));
     fit(ex, runs_start_, static_cast<std::size_t>(runs) + 1);
     fit(ex, start_, static_cast<std::size_t>(n_own) + 1);
@@ -71,7 +75,7 @@ class KernelNeighborList : public NeighborList {
     } else {
       fit(ex, temp_, std::max<std::size_t>(scan_bytes, 1));
     }
-    if (g.brute) {
+    if (!by_bins) {
       CUMULUS_KERNEL(ex, kernels, list_count)(ex, in, counts_.data());
       CUMULUS_KERNEL(ex, kernels, prefix_sum)(ex, counts_.data(), start_.data(), n_own, temp_.data(), &scan_bytes);
     } else {
@@ -83,7 +87,7 @@ class KernelNeighborList : public NeighborList {
     memory::copy(ex, Backend::host, &total, where, start_.data() + n_own, sizeof(std::int64_t));
     if (nbr_.size() < static_cast<std::size_t>(total) || nbr_.size() == 0)
       nbr_ = Buffer<int>(where, std::max<std::size_t>(static_cast<std::size_t>(total + total / 4), 1));
-    if (g.brute)
+    if (!by_bins)
       CUMULUS_KERNEL(ex, kernels, list_fill)(ex, in, start_.data(), nbr_.data());
     else
       CUMULUS_KERNEL(ex, kernels, list_fill_bins)(ex, in, runs_start_.data(), nbr_.data());

@@ -316,16 +316,16 @@ void check(const Config& job, int nranks) {
   {
     // Memory per rank, an estimate made before anything is allocated: each atom (owned or ghost)
     // carries about 32 words of per-atom arrays (positions, velocities, forces, ids, types, images,
-    // exchange buffers: ~256 bytes), the kernel builder's count and start for each of an atom's 27
-    // bins (432 bytes) and a neighbour list of 4-byte indices, one per atom within cutoff + skin.
-    // A rank's ghosts are the shell of that reach around its block.
+    // exchange buffers: ~256 bytes) and a neighbour list of 4-byte indices, one per atom within
+    // cutoff + skin; a rank's ghosts are the shell of that reach around its block. Each owned atom
+    // also has the kernel builder's count and start for each of its 27 bins (432 bytes).
     const double volume = L[0] * L[1] * L[2];
     const double reach = s.cutoff + s.skin;
     const double neighbours = natoms / volume * 4.18879 * reach * reach * reach;  // 4/3 pi r^3 n
     const double side = std::cbrt(volume / nranks);
     const double ghost_factor = std::pow((side + 2 * reach) / side, 3);
     // The k-space term's grid (PME) or vectors (Ewald), spread over the ranks as its atoms are.
-    const double per_atom = (256.0 + 432.0 + 4.0 * neighbours) * ghost_factor + (natoms > 0 ? kspace_bytes / natoms : 0);
+    const double per_atom = (256.0 + 4.0 * neighbours) * ghost_factor + 432.0 + (natoms > 0 ? kspace_bytes / natoms : 0);
     check_node_memory(cfg, from_file ? "md.data_file" : "md.cells", natoms, per_atom, nranks, "atoms",
                       strprintf("about %.0f bytes per atom with ghosts and neighbour lists%s", per_atom,
                                 kspace_bytes > 0 ? " and the k-space term" : ""));

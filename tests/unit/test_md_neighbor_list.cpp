@@ -265,41 +265,51 @@ TEST_P(NeighborListTest, KernelListIsTheBruteForceList) {
   EXPECT_EQ(list->builds(), 2);
 }
 
-// Long lists (about 880 partners an atom: every gap of the fill's Shell sort up to 701 in use), by the kernel builder (two bins an axis: its all-pairs path, which hands partners over in
-// index order, unrelated to the ids): in id order, the brute-force list; without id order
-// (NeighborList::set_id_order(false), for order-free force terms) the same partners in the order
-// they came, which is not ascending, and the same at every build.
-TEST(KernelNeighborList, LongListsInIdOrderOrNot) {
-  const Case c{"long_lists", {9.0, 9.2, 9.4}, 4.5, 1700, 100};
-  Exec ex;
-  MdAtoms atoms(ex, {1.0});
-  load(atoms, random_points(c, 15), c.nown, ex);
-  const auto ref = brute_force(atoms, c.box, c.reach);
-  std::size_t longest = 0;
-  for (const auto& v : ref) longest = std::max(longest, v.size());
-  EXPECT_GT(longest, 701u);
-  auto list = make_kernel_neighbor_list(ex, false);
-  EXPECT_TRUE(list->id_order());
-  list->build(atoms, c.box, c.reach);
-  expect_full_list_is(*list, atoms, ref, ex);
+// The kernel builder's id order, on and off (NeighborList::set_id_order(false), for order-free
+// force terms), on its two paths, ghosts included:
+// - long lists (about 880 partners an atom: every gap of list_sort's Shell sort up to 701 in use)
+//   in a box of two bins an axis (all pairs, a thread an atom: partners handed over in index order,
+//   unrelated to the ids);
+// - the binned path (3 to 4 bins an axis; a thread for each atom and bin around it).
+// In id order: the brute-force list. Without: the same partners, in the order the path finds them
+// (not ascending for most atoms), the same at every build.
+TEST(KernelNeighborList, ListsInIdOrderOrNot) {
+  for (const Case& c : {Case{"long_lists", {9.0, 9.2, 9.4}, 4.5, 1700, 100}, Case{"binned", {14.0, 14.2, 18.4}, 4.5, 1500, 300}}) {
+    SCOPED_TRACE(c.name);
+    Exec ex;
+    MdAtoms atoms(ex, {1.0});
+    load(atoms, random_points(c, 15), c.nown, ex);
+    const auto ref = brute_force(atoms, c.box, c.reach);
+    std::size_t longest = 0;
+    for (const auto& v : ref) longest = std::max(longest, v.size());
+    if (all_pairs(c)) {
+      EXPECT_GT(longest, 701u);
+    } else {
+      EXPECT_GT(longest, 100u);
+    }
+    auto list = make_kernel_neighbor_list(ex, false);
+    EXPECT_TRUE(list->id_order());
+    list->build(atoms, c.box, c.reach);
+    expect_full_list_is(*list, atoms, ref, ex);
 
-  list->set_id_order(false);
-  list->build(atoms, c.box, c.reach);
-  const HostList h = copy_list(*list, atoms.nlocal(), ex);
-  list->build(atoms, c.box, c.reach);
-  const HostList h2 = copy_list(*list, atoms.nlocal(), ex);
-  EXPECT_EQ(h.start, h2.start);
-  EXPECT_EQ(h.nbr, h2.nbr) << "bin order differs between two builds of the same atoms";
-  int unsorted = 0;
-  for (int i = 0; i < atoms.nown(); ++i) {
-    std::vector<std::int64_t> got;
-    for (std::int64_t k = h.start[static_cast<std::size_t>(i)]; k < h.start[static_cast<std::size_t>(i) + 1]; ++k)
-      got.push_back(atoms.hid()[h.nbr[static_cast<std::size_t>(k)]]);
-    unsorted += !std::is_sorted(got.begin(), got.end());
-    std::sort(got.begin(), got.end());
-    EXPECT_EQ(got, ref[static_cast<std::size_t>(i)]) << "partners of owned atom " << i;
+    list->set_id_order(false);
+    list->build(atoms, c.box, c.reach);
+    const HostList h = copy_list(*list, atoms.nlocal(), ex);
+    list->build(atoms, c.box, c.reach);
+    const HostList h2 = copy_list(*list, atoms.nlocal(), ex);
+    EXPECT_EQ(h.start, h2.start);
+    EXPECT_EQ(h.nbr, h2.nbr) << "the order differs between two builds of the same atoms";
+    int unsorted = 0;
+    for (int i = 0; i < atoms.nown(); ++i) {
+      std::vector<std::int64_t> got;
+      for (std::int64_t k = h.start[static_cast<std::size_t>(i)]; k < h.start[static_cast<std::size_t>(i) + 1]; ++k)
+        got.push_back(atoms.hid()[h.nbr[static_cast<std::size_t>(k)]]);
+      unsorted += !std::is_sorted(got.begin(), got.end());
+      std::sort(got.begin(), got.end());
+      EXPECT_EQ(got, ref[static_cast<std::size_t>(i)]) << "partners of owned atom " << i;
+    }
+    EXPECT_GT(unsorted, atoms.nown() / 2) << "the partners came in id order: the flag was not exercised";
   }
-  EXPECT_GT(unsorted, atoms.nown() / 2) << "the bins' order is the ids' order: the flag was not exercised";
 }
 
 // The kernel builder that re-sorts the atoms (one rank, so no ghosts): every registered array follows
