@@ -113,6 +113,45 @@ HaloExchange::HaloExchange(const CartesianDecomposition& decomp, const Comm& com
         total_recv_ += static_cast<std::size_t>(l.recv_box.volume()) * popcount(l.recv_mask);
         links_.push_back(l);
       }
+  // The self adds as one gather: the targets are the interior cells within the ghost width of a
+  // face along the axes that wrap onto this rank, cut into at most 6 disjoint boxes (the two slabs
+  // of x, then of y within x's inner range, then of z), and each direction's mask.
+  gather_on_ = exec.is_cuda();
+  for (int d = 0; d < 3; ++d) {
+    gather_.lo[d] = interior_.lo[d];
+    gather_.hi[d] = interior_.hi[d];
+    gather_.g[d] = 0;
+  }
+  for (std::uint32_t& m : gather_.mask) m = 0;
+  for (const SelfAdd& a : self_adds_) {
+    Index3 dir{0, 0, 0};
+    for (int d = 0; d < 3; ++d) {
+      dir[d] = a.shift[d] < 0 ? 1 : (a.shift[d] > 0 ? -1 : 0);  // shift = -dir * size
+      if (dir[d] != 0) gather_.g[d] = ghost[d];
+    }
+    gather_.mask[direction_index(dir)] = a.mask;
+  }
+  gather_.start[0] = 0;
+  if (!self_adds_.empty()) {
+    Box rest = interior_;
+    for (int d = 0; d < 3 && !rest.empty(); ++d) {
+      const int g = gather_.g[d];
+      if (g == 0) continue;
+      if (2 * g >= rest.size(d)) {  // the two slabs meet: all that is left
+        gather_.box[gather_.count++] = rest;
+        rest.hi[d] = rest.lo[d];
+        break;
+      }
+      Box low = rest, high = rest;
+      low.hi[d] = rest.lo[d] + g;
+      high.lo[d] = rest.hi[d] - g;
+      gather_.box[gather_.count++] = low;
+      gather_.box[gather_.count++] = high;
+      rest.lo[d] += g;
+      rest.hi[d] -= g;
+    }
+    for (int n = 0; n < gather_.count; ++n) gather_.start[n + 1] = gather_.start[n] + gather_.box[n].volume();
+  }
   const Backend space = exec.backend();
   staged_ = force_staging || (exec.is_cuda() && !Comm::cuda_aware());
   send_ = Buffer<unsigned char>(space, total_send_ * elem_bytes);
@@ -223,9 +262,13 @@ template <class T>
 void HaloExchange::accumulate_finish(Field<T>& f) {
   const View<T> v = f.view();
   // This rank's own periodic images first (the ghosts were packed for the neighbours already), in
-  // direction order, one box at a time: boxes may mirror onto the same interior cells.
-  for (const SelfAdd& a : self_adds_)
-    CUMULUS_KERNEL(exec_, halo_kernels, add_shifted<T>)(exec_, label_self_.c_str(), v, a.box, a.shift, ncomp_, a.mask);
+  // direction order, one box at a time (boxes may mirror onto the same interior cells), or as one
+  // gather that adds in the same order.
+  if (gather_on_)
+    CUMULUS_KERNEL(exec_, halo_kernels, add_self_gather<T>)(exec_, label_self_.c_str(), v, gather_, ncomp_);
+  else
+    for (const SelfAdd& a : self_adds_)
+      CUMULUS_KERNEL(exec_, halo_kernels, add_shifted<T>)(exec_, label_self_.c_str(), v, a.box, a.shift, ncomp_, a.mask);
   if (!reverse_in_flight_) return;
   {
     ScopedTimer t(label_wait_);

@@ -87,6 +87,10 @@ class HaloExchange {
   }
 
   bool staged() const { return staged_; }  // device data through pinned host buffers
+  // Whether accumulate() adds this rank's own periodic images in one gather launch
+  // (SelfAddGather: the default on CUDA) or one loop a box (the default on the host, where the
+  // loops vectorise and a launch costs nothing). The same bits either way; tests set it.
+  void set_self_add_gather(bool on) { gather_on_ = on; }
   // Neighbour links (faces, edges, corners); a link to this rank itself (a periodic axis that
   // is not split) is a direct copy, not a message.
   int message_count() const { return static_cast<int>(links_.size()) + self_.count + (wrap_x_ ? 2 : 0); }
@@ -129,6 +133,8 @@ class HaloExchange {
     std::uint32_t mask;
   };
   std::vector<SelfAdd> self_adds_;
+  SelfAddGather gather_;  // the same adds as one gather (made from self_adds_)
+  bool gather_on_ = false;
   bool reverse_in_flight_ = false;
   std::uint32_t wrap_lo_mask_ = 0, wrap_hi_mask_ = 0;
   std::size_t total_send_ = 0, total_recv_ = 0;

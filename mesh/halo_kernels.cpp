@@ -118,6 +118,43 @@ void add_shifted(const Exec& ex, const char* label, const View<T>& v, const Box&
       if ((mask >> c) & 1u) v(i + s0, j + s1, k + s2, c) += v(i, j, k, c);
   }, components(mask));
 }
+// SelfAddGather's one launch (either backend; HaloExchange takes it on CUDA, the host's loops are
+// add_shifted's). A target cell (i, j, k) gets from direction (dx, dy, dz) the ghost cell
+// (i, j, k) + (dx, dy, dz) * size: along an axis, +1 reaches the cells within g of the low face,
+// -1 those within g of the high face, 0 all.
+template <class T>
+void add_self_gather(const Exec& ex, const char* label, const View<T>& v, const SelfAddGather& s, int ncomp) {
+  if (s.count == 0) return;
+  const SelfAddGather p = s;
+  for_each(ex, label, Box(0, 0, 0, static_cast<int>(s.start[s.count]), 1, 1), [=] CUMULUS_HD(int cell, int, int) {
+    int n = 0;
+    while (cell >= p.start[n + 1]) ++n;
+    const Box& b = p.box[n];
+    const int local = static_cast<int>(cell - p.start[n]);
+    const int ni = b.hi[0] - b.lo[0], nj = b.hi[1] - b.lo[1];
+    const int c[3] = {b.lo[0] + local % ni, b.lo[1] + (local / ni) % nj, b.lo[2] + local / ni / nj};
+    int reach[3];  // bit dir + 1: direction dir along the axis reaches this cell
+    int size[3];
+    for (int d = 0; d < 3; ++d) {
+      reach[d] = 2 | (c[d] >= p.hi[d] - p.g[d] ? 1 : 0) | (c[d] < p.lo[d] + p.g[d] ? 4 : 0);
+      size[d] = p.hi[d] - p.lo[d];
+    }
+    for (int dz = -1; dz <= 1; ++dz) {
+      if (!((reach[2] >> (dz + 1)) & 1)) continue;
+      for (int dy = -1; dy <= 1; ++dy) {
+        if (!((reach[1] >> (dy + 1)) & 1)) continue;
+        for (int dx = -1; dx <= 1; ++dx) {
+          if (!((reach[0] >> (dx + 1)) & 1)) continue;
+          const std::uint32_t mask = p.mask[(dx + 1) + 3 * (dy + 1) + 9 * (dz + 1)];
+          if (mask == 0) continue;
+          const int si = c[0] + dx * size[0], sj = c[1] + dy * size[1], sk = c[2] + dz * size[2];
+          for (int comp = 0; comp < ncomp; ++comp)
+            if ((mask >> comp) & 1u) v(c[0], c[1], c[2], comp) += v(si, sj, sk, comp);
+        }
+      }
+    }
+  });
+}
 #define CUMULUS_INSTANTIATE_HALO_KERNELS(T)                                                                     \
   template void pack_box<T>(const Exec&, const char*, const View<T>&, const Box&, int, std::uint32_t, T*);     \
   template void unpack_box<T>(const Exec&, const char*, const View<T>&, const Box&, int, std::uint32_t, const T*); \
@@ -135,7 +172,8 @@ CUMULUS_INSTANTIATE_HALO_KERNELS(std::int64_t)
 // grid) and doubles (a fixed order for a given decomposition).
 #define CUMULUS_INSTANTIATE_HALO_ADD(T)                                                                       \
   template void add_box<T>(const Exec&, const char*, const View<T>&, const Box&, int, std::uint32_t, const T*); \
-  template void add_shifted<T>(const Exec&, const char*, const View<T>&, const Box&, const Index3&, int, std::uint32_t);
+  template void add_shifted<T>(const Exec&, const char*, const View<T>&, const Box&, const Index3&, int, std::uint32_t); \
+  template void add_self_gather<T>(const Exec&, const char*, const View<T>&, const SelfAddGather&, int);
 CUMULUS_INSTANTIATE_HALO_ADD(double)
 CUMULUS_INSTANTIATE_HALO_ADD(std::int64_t)
 #undef CUMULUS_INSTANTIATE_HALO_ADD

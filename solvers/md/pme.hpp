@@ -82,9 +82,6 @@ class PmeT : public PmeSolver {
   int order() const { return p_.order; }
   const Index3& ghost() const { return ghost_; }
   std::string describe() const override;
-  // Wall seconds in each phase since creation (benchmarks): spreading (with the ghost sums),
-  // FFTs, the spectral pass, interpolation (with the ghost fill).
-  std::array<double, 4> seconds() const { return t_; }
 
  private:
   PmeParams p_;
@@ -104,7 +101,6 @@ class PmeT : public PmeSolver {
   Buffer<R> influence_;  // G per local spectral cell, in the spectrum's layout (set_box)
   PmeSpectralT<R> spectral_;
   PmeStencil stencil_;
-  std::array<double, 4> t_{};
 };
 
 using Pme = PmeT<double>;
