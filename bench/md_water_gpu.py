@@ -7,7 +7,9 @@ chain at 298 K, dt 2 fs, --steps steps (default 2000: at the issue's target of 9
 about 0.4 s, well past the start-up costs inside the loop), in each precision of --precisions
 (default "mixed,double": mixed is the issue's figure, >= 900 ns/day on one H200). The time is the
 run's "total run (wall)" (the step loop: set-up is outside it). No peer runs on the lent machine:
-recorded, not compared.
+recorded, not compared. Printed with it: the per-step timers (pair forces, k-space and its phases,
+list builds and their count); on CUDA, the mixed run again with CUMULUS_KERNEL_TIMERS=0 (no event
+pair around each kernel: what the timing table costs a step).
 
 Then, per precision, --check-steps steps of a 512-molecule box on the host and on the backend under
 test: their last thermo rows must agree within --check-tol relative in double, --check-tol-mixed in
