@@ -270,9 +270,13 @@ void copy_async(const Exec& ex, Backend dst_space, void* dst, Backend src_space,
 #endif
 }
 
+// Device to device needs no wait: the copy is queued on ex's stream, so every later kernel and copy
+// on it sees the result, and the host can see it only through a copy to the host, which waits. A
+// wait there cost a step of molecular dynamics three device synchronisations (SETTLE's reference
+// positions, a copy per axis) for nothing.
 void copy(const Exec& ex, Backend dst_space, void* dst, Backend src_space, const void* src, std::size_t bytes) {
   copy_async(ex, dst_space, dst, src_space, src, bytes);
-  if (dst_space != Backend::host || src_space != Backend::host) ex.synchronize();
+  if (dst_space == Backend::host || src_space == Backend::host) ex.synchronize();
 }
 
 }  // namespace memory
@@ -373,6 +377,43 @@ void check_cuda_launch(const Exec& ex, const char* label, const Box& box) {
   (void)ex, (void)label, (void)box;
 #endif
 }
+
+#ifdef CUMULUS_HAVE_CUDA
+ReduceScratch reduce_scratch(std::size_t bytes, std::size_t result_bytes, const char* label, const Box& box) {
+  // Kept for the life of the process (one device a process): freed at exit with everything else.
+  static void* partial = nullptr;
+  static void* result = nullptr;
+  static std::size_t have = 0, have_result = 0;
+  if (bytes > have) {
+    if (partial) cudaFree(partial);  // waits for the device: no reduction still reads it
+    partial = nullptr;
+    have = 0;
+    const cudaError_t e = cudaMalloc(&partial, bytes);
+    if (e != cudaSuccess) {
+      cudaGetLastError();  // an allocation failure is not sticky: clear it, report it once, here
+      partial = nullptr;
+      throw_cuda_library_error(label, box, strprintf("cannot allocate %zu bytes of reduction scratch on the GPU: %s", bytes,
+                                                     cudaGetErrorString(e)).c_str());
+    }
+    have = bytes;
+  }
+  if (result_bytes > have_result) {
+    if (result) cudaFreeHost(result);
+    result = nullptr;
+    have_result = 0;
+    const std::size_t want = std::max<std::size_t>(result_bytes, 4096);
+    const cudaError_t e = cudaMallocHost(&result, want);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      result = nullptr;
+      throw_cuda_library_error(label, box, strprintf("cannot allocate %zu bytes of page-locked memory for a reduction's result: %s",
+                                                     want, cudaGetErrorString(e)).c_str());
+    }
+    have_result = want;
+  }
+  return {partial, result};
+}
+#endif
 
 void throw_cuda_library_error(const char* label, const Box& box, const char* what) {
   throw Error(strprintf("CUDA reduction '%s' on box %s failed: %s", label, box.str().c_str(), what));

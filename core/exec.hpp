@@ -4,6 +4,7 @@
 // OpenMP loop; which one is decided at run time by the Exec it is launched on.
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <limits>
 #include <new>
@@ -95,6 +96,17 @@ void check_cuda_launch(const Exec& ex, const char* label, const Box& box);
 // An exception from inside a CUDA library call (Thrust/CUB's system_error, an allocation) turned
 // into the project's error, naming the kernel: the run then ends as "failed" in status.json.
 [[noreturn]] void throw_cuda_library_error(const char* label, const Box& box, const char* what);
+// reduce's scratch: `bytes` of device memory for the partials and a page-locked host slot of
+// `result_bytes` for the answer, both kept from call to call (grown when a call needs more). Every
+// reduce waits for its answer before it returns, so one set serves them all in turn; allocating
+// them per call (even from the stream-ordered pool) cost two runtime calls a reduction, and
+// molecular dynamics reduces several times a step. The first call per size, or a failure, throws
+// the project's error naming the kernel. (CUDA builds only.)
+struct ReduceScratch {
+  void* partial;
+  void* result;
+};
+ReduceScratch reduce_scratch(std::size_t bytes, std::size_t result_bytes, const char* label, const Box& box);
 
 // Calls part(sub) for consecutive sub-boxes of `box` of at most `max_cells` cells each: whole
 // k-slabs when a k-plane fits, else runs of whole rows (j) within one plane. The device kernel
@@ -195,29 +207,6 @@ __global__ void __launch_bounds__(kReduceBlock) reduce_partials_kernel(const T* 
   if (threadIdx.x == 0) *out = r;
 }
 
-// reduce's device scratch, from the stream-ordered pool (cudaMallocAsync; select_backend keeps the
-// pool's memory): cudaMalloc and cudaFree would synchronise the whole device on every reduction,
-// and molecular dynamics reduces every step (the list check). Freed on every path out.
-struct ReduceScratch {
-  void* p = nullptr;
-  cudaStream_t stream;
-  ReduceScratch(std::size_t bytes, cudaStream_t s, const char* label, const Box& box) : stream(s) {
-    const cudaError_t e = cudaMallocAsync(&p, bytes, stream);
-    if (e != cudaSuccess) {
-      cudaGetLastError();  // an allocation failure is not sticky: clear it, report it once, here
-      p = nullptr;
-      throw_cuda_library_error(label, box,
-                               ("cannot allocate " + std::to_string(bytes) + " bytes of reduction scratch on the GPU: " +
-                                cudaGetErrorString(e))
-                                   .c_str());
-    }
-  }
-  ReduceScratch(const ReduceScratch&) = delete;
-  ReduceScratch& operator=(const ReduceScratch&) = delete;
-  ~ReduceScratch() {
-    if (p) cudaFreeAsync(p, stream);
-  }
-};
 #endif
 }  // namespace detail
 
@@ -325,6 +314,30 @@ template <>
 struct OrderFree<ExactSum, SumOp> : std::true_type {};
 }  // namespace detail
 
+namespace detail {
+#if CUMULUS_COMPILING_CUDA
+// reduce's kernels on CUDA, queued on ex's stream: the result is stored at `out` (device memory;
+// init for an empty box).
+template <class T, class Op, class F>
+void reduce_on_device(const Exec& ex, const char* label, const Box& box, T init, Op op, F body, T* partial, T* out) {
+  int blocks0 = 0;  // the first part is the largest (split_for_32bit_index): its grid is the widest
+  if (!box.empty())
+    split_for_32bit_index(label, box, std::int64_t{1} << 30, [&](const Box& part) {
+      const std::int64_t n = part.volume();
+      int blocks = static_cast<int>(std::min<std::int64_t>((n + kReduceBlock - 1) / kReduceBlock, kReduceMaxBlocks));
+      const bool first = blocks0 == 0;
+      if (first) blocks0 = blocks;
+      blocks = std::min(blocks, blocks0);
+      reduce_blocks_kernel<<<static_cast<unsigned>(blocks), kReduceBlock, 0, ex.stream()>>>(part, static_cast<int>(n), init, op,
+                                                                                            body, partial, first);
+      check_cuda_launch(ex, label, part);
+    });
+  reduce_partials_kernel<<<1, kReduceBlock, 0, ex.stream()>>>(partial, blocks0, init, op, out);
+  check_cuda_launch(ex, label, box);
+}
+#endif
+}  // namespace detail
+
 // Combines body(i, j, k) over `box` with `op`. `init` must be op's identity (0 for a sum, the
 // largest value for a minimum): every host thread and GPU thread starts from it. Synchronous:
 // returns the value on the host. The result is deterministic: on the host for a given thread
@@ -335,27 +348,16 @@ T reduce(const Exec& ex, const char* label, const Box& box, T init, Op op, F bod
   detail::KernelTimer<F> timer(ex, label);
   if (ex.is_cuda()) {
 #if CUMULUS_COMPILING_CUDA
-    using detail::kReduceBlock;
-    using detail::kReduceMaxBlocks;
-    detail::ReduceScratch scratch((kReduceMaxBlocks + 1) * sizeof(T), ex.stream(), label, box);
-    T* partial = static_cast<T*>(scratch.p);
-    int blocks0 = 0;  // the first part is the largest (split_for_32bit_index): its grid is the widest
-    detail::split_for_32bit_index(label, box, std::int64_t{1} << 30, [&](const Box& part) {
-      const std::int64_t n = part.volume();
-      int blocks = static_cast<int>(std::min<std::int64_t>((n + kReduceBlock - 1) / kReduceBlock, kReduceMaxBlocks));
-      const bool first = blocks0 == 0;
-      if (first) blocks0 = blocks;
-      blocks = std::min(blocks, blocks0);
-      detail::reduce_blocks_kernel<<<static_cast<unsigned>(blocks), kReduceBlock, 0, ex.stream()>>>(
-          part, static_cast<int>(n), init, op, body, partial, first);
-      detail::check_cuda_launch(ex, label, part);
-    });
-    detail::reduce_partials_kernel<<<1, kReduceBlock, 0, ex.stream()>>>(partial, blocks0, init, op, partial + kReduceMaxBlocks);
-    detail::check_cuda_launch(ex, label, box);
-    T r = init;
-    cudaError_t e = cudaMemcpyAsync(&r, partial + kReduceMaxBlocks, sizeof(T), cudaMemcpyDeviceToHost, ex.stream());
+    const detail::ReduceScratch scratch =
+        detail::reduce_scratch((detail::kReduceMaxBlocks + 1) * sizeof(T), sizeof(T), label, box);
+    T* partial = static_cast<T*>(scratch.partial);
+    detail::reduce_on_device(ex, label, box, init, op, body, partial, partial + detail::kReduceMaxBlocks);
+    cudaError_t e =
+        cudaMemcpyAsync(scratch.result, partial + detail::kReduceMaxBlocks, sizeof(T), cudaMemcpyDeviceToHost, ex.stream());
     if (e == cudaSuccess) e = cudaStreamSynchronize(ex.stream());
     if (e != cudaSuccess) detail::throw_cuda_library_error(label, box, cudaGetErrorString(e));
+    T r = init;
+    std::memcpy(static_cast<void*>(&r), scratch.result, sizeof(T));
     return r;
 #else
     detail::throw_not_compiled_for_cuda(label);
@@ -395,6 +397,30 @@ T reduce(const Exec& ex, const char* label, const Box& box, T init, Op op, F bod
   T result = init;
   for (const T& p : partial) result = op(result, p);
   return result;
+}
+
+// reduce without the wait, for a check whose answer the host can take later, together with others
+// in one read (a molecular dynamics step's: md/step_checks.hpp): the result is stored at `into`,
+// ex's memory (device memory on CUDA), queued on ex's stream like a kernel (init for an empty box).
+// With `into` null it is reduce, waiting, and returns the result; otherwise it returns init.
+template <class T, class Op, class F>
+T reduce_into(const Exec& ex, const char* label, const Box& box, T init, Op op, F body, T* into) {
+  if (!into) return reduce(ex, label, box, init, op, body);
+  if (ex.is_cuda()) {
+#if CUMULUS_COMPILING_CUDA
+    detail::KernelTimer<F> timer(ex, label);
+    // The shared scratch is safe without a wait: a later reduction's kernels run after these on the
+    // stream, and growing the scratch (cudaFree) waits for the device.
+    const detail::ReduceScratch scratch =
+        detail::reduce_scratch((detail::kReduceMaxBlocks + 1) * sizeof(T), sizeof(T), label, box);
+    detail::reduce_on_device(ex, label, box, init, op, body, static_cast<T*>(scratch.partial), into);
+#else
+    detail::throw_not_compiled_for_cuda(label);
+#endif
+    return init;
+  }
+  *into = reduce(ex, label, box, init, op, body);
+  return init;
 }
 
 }  // namespace cumulus

@@ -21,7 +21,8 @@ void release(Backend where, void* p) noexcept;
 // Page-locked host memory: the staging area for device halos when MPI is not CUDA-aware.
 void* allocate_pinned(std::size_t bytes);
 void release_pinned(void* p) noexcept;
-// Copies `bytes` between any two spaces; ordered on ex's stream and complete on return.
+// Copies `bytes` between any two spaces, ordered on ex's stream: complete on return when either side
+// is the host; device to device it is queued (later kernels and copies on the stream see it).
 void copy(const Exec& ex, Backend dst_space, void* dst, Backend src_space, const void* src, std::size_t bytes);
 // Queued on ex's stream; complete after ex.synchronize().
 void copy_async(const Exec& ex, Backend dst_space, void* dst, Backend src_space, const void* src, std::size_t bytes);

@@ -40,6 +40,10 @@ class Model {
   virtual double work_per_step() const = 0;          // global, in work_unit()
   virtual std::string work_unit() const = 0;         // "cell-updates", "atom-steps"
   virtual std::optional<HealthIssue> check_health() = 0;  // collective
+  // Answers the checks that advance() queued on the device without waiting for them (molecular
+  // dynamics: a constraint that failed, md/step_checks.hpp), throwing as advance() would have.
+  // Collective; the Simulation calls it before anything is written and at health checks.
+  virtual void finish_checks() {}
   // Named scalars (energy, mass, error norms) for the diagnostics table; collective.
   virtual std::vector<std::pair<std::string, double>> diagnostics(double time) = 0;
   // The persistent state (checkpoints, restart) and the fields shown in ParaView, described once.

@@ -70,12 +70,15 @@ void Simulation::run_writers(bool at_start, bool at_exit) {
     if (s.every_seconds > 0 && wall - s.last_wall >= s.every_seconds) wall_due |= 1 << n;
   }
   if (any_wall && !at_start && !at_exit) wall_due = ctx_.comm.broadcast(wall_due);
+  bool checked = false;
   for (std::size_t n = 0; n < writers_.size(); ++n) {
     Writer& w = writers_[n];
     bool due = w.schedule.due_by_clock(step_, time_) || (n < 31 && ((wall_due >> n) & 1));
     if (at_start) due = w.at_start;
     if (at_exit) due = w.at_exit;
     if (!due) continue;
+    if (!checked) model_.finish_checks();  // nothing of a step that failed a check is written
+    checked = true;
     w.schedule.last_wall = wall;
     ScopedTimer t("io." + w.name);
     w.write(step_, time_);
@@ -84,6 +87,7 @@ void Simulation::run_writers(bool at_start, bool at_exit) {
 
 void Simulation::health_check() {
   ScopedTimer t("health check");
+  model_.finish_checks();
   if (auto issue = model_.check_health())
     throw Error(strprintf("numerical blow-up: non-finite value (NaN or Inf) in field '%s' at %s, step %ld, time %.6g; "
                           "reduce the time step or check the setup",

@@ -79,9 +79,13 @@ class ConstraintSolver {
   virtual double removed_dof() const = 0;
   // Step 3 on the owned atoms (collective): with_velocities, v += displacement / dt. A cluster the
   // solver cannot place (the step too long for the motion) is an Error, exit 3, naming its first
-  // atom and the step.
+  // atom and the step (fail()). With `deferred` (ex's memory; md/step_checks.hpp) that check is
+  // not waited for: the first failing id (or int64 max) is stored there, and the caller calls fail()
+  // when it reads one; the positions are moved either way, a cluster that failed not at all.
   virtual void positions(const Comm& comm, MdAtoms& atoms, const Atoms& a, const TopologyView& t, double dt, std::int64_t step,
-                         bool with_velocities) = 0;
+                         bool with_velocities, std::int64_t* deferred = nullptr) = 0;
+  // Throws positions()'s Error for the cluster of data-file index `bad` (0-based) at `step`.
+  [[noreturn]] virtual void fail(std::int64_t bad, std::int64_t step) const = 0;
   // Step 5 on the owned atoms (the ghosts' velocities current).
   virtual void velocities(MdAtoms& atoms, const Atoms& a, const TopologyView& t, double dt) = 0;
   // The constraint forces' virial at this instant (settle.hpp's Settle::virial_part has the two

@@ -25,8 +25,10 @@ class KSpace {
   virtual double alpha() const = 0;
   // Adds the k-space forces to the owned atoms' (a.fx ..), and with a.energy each owned atom's
   // share of the k-space, self and background energies to a.pe and of their virial to a.virial.
-  // Collective; the same bits at any rank count.
-  virtual void compute(const Exec& ex, const Comm& comm, const Atoms& a) = 0;
+  // Collective; the same bits at any rank count. `outside_into` (ex's memory; may be null): PME
+  // stores there its count of atoms beyond its grid's reach instead of waiting to check it
+  // (md/step_checks.hpp; the caller reports a count above 0 by pme_outside_error).
+  virtual void compute(const Exec& ex, const Comm& comm, const Atoms& a, std::int64_t* outside_into) = 0;
   // The virial tensor of the last compute (xx yy zz xy xz yz), the same on every rank.
   virtual std::array<double, 6> virial_tensor() const = 0;
   // The energies of the last compute by term: {"e_long" (reciprocal sum), "e_self", "e_background"}.

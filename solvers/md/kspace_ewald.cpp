@@ -93,7 +93,7 @@ class Ewald : public KSpace {
   }
   double alpha() const override { return p_.alpha; }
 
-  void compute(const Exec& ex, const Comm& comm, const Atoms& a) override {
+  void compute(const Exec& ex, const Comm& comm, const Atoms& a, std::int64_t* /*outside_into*/) override {
     set_box(a.box);
     const int n = a.n;
     const std::size_t un = static_cast<std::size_t>(n);

@@ -107,7 +107,7 @@ class PmeKSpace : public KSpace {
     drift_ = drift;
   }
 
-  void compute(const Exec& ex, const Comm& comm, const Atoms& a) override {
+  void compute(const Exec& ex, const Comm& comm, const Atoms& a, std::int64_t* outside_into) override {
     if (!atoms_) throw Error("md: PME without the atoms' decomposition (KSpace::set_domain not called)");
     const std::array<double, 3> box{a.box[0], a.box[1], a.box[2]};
     if (!pme_) {
@@ -144,6 +144,7 @@ class PmeKSpace : public KSpace {
     pa.fy = a.fy;
     pa.fz = a.fz;
     pa.n = a.n;
+    pa.outside_into = outside_into;
     if (a.energy) {
       pa.pe = a.pe;
       pa.virial = a.virial;

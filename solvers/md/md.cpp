@@ -41,7 +41,9 @@
 #include "solvers/md/settle.hpp"
 #include "solvers/md/shake.hpp"
 #include "solvers/md/setup.hpp"
+#include "solvers/md/pme_kernels.hpp"
 #include "solvers/md/sim_box.hpp"
+#include "solvers/md/step_checks.hpp"
 #include "solvers/md/thermo.hpp"
 #include "solvers/md/thermostat.hpp"
 #include "solvers/md/velocities.hpp"
@@ -179,8 +181,13 @@ class MdModel : public Model {
     // moved more than half the skin since the last build (md.neighbor_check) or always. A build
     // later than the first step on which an atom had moved that far is dangerous (pairs may have
     // been missed): counted and reported, as LAMMPS does.
+    // The list check is the step's one wait for the device: the last step's constraint and PME
+    // checks come back with it (step_checks.hpp).
     const double half_skin = 0.5 * s_.skin;
-    const double moved = ctx_.comm.max(CUMULUS_KERNEL(ex, kernels, max_displacement2)(ex, view()));
+    CUMULUS_KERNEL(ex, kernels, max_displacement2)(ex, view(), checks_.moved2());
+    const CheckResults checked = checks_.read(ctx_.comm);
+    report(checked);
+    const double moved = checked.value.moved2;
     // A barostat's box changes since the build count as displacement too: a pair across the
     // boundary moves by the change of the box length beyond its atoms' own displacements.
     const double allowed = std::max(half_skin - box_drift_, 0.0);
@@ -196,11 +203,13 @@ class MdModel : public Model {
       domain_->forward_positions(*atoms_, host_positions());
     }
     if (!constraints_.empty()) {  // the clusters at their lengths again, and their ghosts' positions
-      for (const auto& c : constraints_) c->positions(ctx_.comm, *atoms_, view(), topology_->view(), dt, step, true);
+      for (std::size_t k = 0; k < constraints_.size(); ++k)
+        constraints_[k]->positions(ctx_.comm, *atoms_, view(), topology_->view(), dt, step, true,
+                                   checks_.constraint(static_cast<int>(k), step));
       domain_->forward_positions(*atoms_, host_positions());
     }
     const bool rescale = barostat_ && barostat_->due(step);
-    compute_forces(rescale);  // with energies where the barostat needs the pressure
+    compute_forces(rescale, step);  // with energies where the barostat needs the pressure
     CUMULUS_KERNEL(ex, kernels, kick)(ex, view(), 0.5 * dt);
     if (!constraints_.empty()) {  // no relative velocity along the bonds (the ghosts' velocities current first)
       domain_->forward_velocities(*atoms_, host_positions());
@@ -510,9 +519,22 @@ class MdModel : public Model {
     return out;
   }
 
+  // The checks queued by the steps since the last read (collective): a failure is reported naming
+  // the step it happened at. Before anything is written, and at the end of a run.
+  void finish_checks() override {
+    if (checks_.pending()) report(checks_.read(ctx_.comm));
+  }
+  void report(const CheckResults& c) const {
+    for (std::size_t k = 0; k < constraints_.size() && k < CheckSlots::kConstraintSolvers; ++k)
+      if (c.constraint_step[k] >= 0 && c.value.constraint[k] != CheckSlots::kNone)
+        constraints_[k]->fail(c.value.constraint[k], c.constraint_step[k]);
+    if (c.outside_step >= 0 && c.value.outside > 0) throw Error(pme_outside_error(c.value.outside, c.outside_step));
+  }
+
   // Forces, and with `energy` the per-atom energies and virials (needed only for thermo rows: the
-  // diagnostics recompute them when the last step went without; forces are the same bits).
-  void compute_forces(bool energy = true) {
+  // diagnostics recompute them when the last step went without; forces are the same bits). Within
+  // a step (`step` >= 0) PME's check is queued with the step's others; elsewhere it is waited for.
+  void compute_forces(bool energy = true, std::int64_t step = -1) {
     Atoms a = view();
     a.energy = energy;
     energies_fresh_ = energy;
@@ -530,7 +552,7 @@ class MdModel : public Model {
     }
     if (kspace_) {
       ScopedTimer timer("md.kspace");
-      kspace_->compute(ctx_.exec, ctx_.comm, a);
+      kspace_->compute(ctx_.exec, ctx_.comm, a, step >= 0 ? checks_.outside(step) : nullptr);
     }
     for (const auto& b : bonded_) b->compute(ctx_.exec, a, topology_->view());
   }
@@ -639,6 +661,7 @@ class MdModel : public Model {
   ConstraintTopology clusters_;      // set-up only: the data file's constrained clusters
   std::vector<std::int64_t> bonds_out_;  // rank 0: the data file's bonds as id pairs (trajectories)
   std::vector<std::unique_ptr<ConstraintSolver>> constraints_;  // md.constrain_bonds / md.constrain_angles
+  StepChecks checks_{ctx_.exec};     // the step's checks, read once a step (step_checks.hpp)
   Buffer<double> saved_v_;           // constraint_virial's copy of the velocities
   SimBox box_;
   std::unique_ptr<MdAtoms> atoms_;

@@ -85,14 +85,15 @@ void kick(const Exec& ex, const Atoms& a, double half_dt) {
 }
 
 // Largest squared displacement since the list was built (minimum image): the list stays valid
-// while it is below (skin / 2)^2.
-double max_displacement2(const Exec& ex, const Atoms& a) {
-  return reduce(ex, "md.neighbor_check", Box(0, 0, 0, a.n, 1, 1), 0.0, MaxOp{}, [=] CUMULUS_HD(int i, int, int) {
+// while it is below (skin / 2)^2. With `into` (ex's memory) stored there without a wait
+// (reduce_into; md/step_checks.hpp reads it).
+double max_displacement2(const Exec& ex, const Atoms& a, double* into) {
+  return reduce_into(ex, "md.neighbor_check", Box(0, 0, 0, a.n, 1, 1), 0.0, MaxOp{}, [=] CUMULUS_HD(int i, int, int) {
     const double dx = minimum_image(a.x[i] - a.x0[i], a.box[0]);
     const double dy = minimum_image(a.y[i] - a.y0[i], a.box[1]);
     const double dz = minimum_image(a.z[i] - a.z0[i], a.box[2]);
     return dx * dx + dy * dy + dz * dz;
-  });
+  }, into);
 }
 
 

@@ -102,7 +102,7 @@ CUMULUS_HD inline double wrap(double x, double L, int& image) {
   void scale_velocities(const Exec& ex, const Atoms& a, double factor);                               \
   ExactSum kinetic_exact(const Exec& ex, const Atoms& a);                                            \
   ExactSum thermo_exact(const Exec& ex, const Atoms& a, int which);                                  \
-  double max_displacement2(const Exec& ex, const Atoms& a);                                          \
+  double max_displacement2(const Exec& ex, const Atoms& a, double* into);                            \
   std::int64_t first_bad_atom(const Exec& ex, const Atoms& a);                                       \
   void bin_keys(const Exec& ex, const ListInput& in, int n, int* key, int* seq);                      \
   void sort_pairs(const Exec& ex, const int* keys_in, int* keys_out, const int* vals_in, int* vals_out, int n, \

@@ -135,6 +135,12 @@ std::string PmeT<R>::describe() const {
                    grid_decomp_.dims()[0], grid_decomp_.dims()[1], grid_decomp_.dims()[2], fft_->describe().c_str());
 }
 
+std::string pme_outside_error(std::int64_t outside, std::int64_t step) {
+  return strprintf("PME: %lld atom(s)%s lie farther outside their rank's block than the ghost layers allow (an atom moved "
+                   "more than half the skin between migrations?)",
+                   static_cast<long long>(outside), step >= 0 ? strprintf(" at step %lld", static_cast<long long>(step)).c_str() : "");
+}
+
 template <class R>
 PmeResult PmeT<R>::compute(const PmeAtoms& a) {
   // One stream, in order, no waits: the device-to-host reads are the outside count here and the
@@ -153,13 +159,14 @@ PmeResult PmeT<R>::compute(const PmeAtoms& a) {
   if (private_grids) {
     ScopedTimer timer("md.pme_spread");
     outside = pme_kernels::host_pass::pme_spread_private<R>(a, stencil_, q, cells, scale_, spread_scratch_);
+    if (a.outside_into) *a.outside_into = outside;  // host memory: the host backend's
   } else {
-    outside = CUMULUS_KERNEL(exec_, pme_kernels, pme_spread<R>)(exec_, a, stencil_, q, scale_, atomic);
+    outside = CUMULUS_KERNEL(exec_, pme_kernels, pme_spread<R>)(exec_, a, stencil_, q, scale_, atomic, a.outside_into);
   }
-  if (comm_.max(static_cast<double>(outside)) > 0)
-    throw Error(strprintf("PME: %lld atom(s) on rank %d lie farther outside the rank's block than the ghost layers allow "
-                          "(an atom moved more than half the skin between migrations?)",
-                          static_cast<long long>(outside), comm_.rank()));
+  if (!a.outside_into) {
+    outside = comm_.sum(outside);
+    if (outside > 0) throw Error(pme_outside_error(outside, -1));
+  }
   halo_->accumulate(charge_);
   CUMULUS_KERNEL(exec_, pme_kernels, pme_to_real<R>)(exec_, q, grid_.view(), grid_.interior(), 1.0 / scale_);
   fft_->forward(grid_.view(), spectrum_);

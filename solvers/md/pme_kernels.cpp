@@ -206,32 +206,32 @@ CUMULUS_HD inline void force_atom(const PmeAtoms& a, const PmeStencil& st, const
 
 template <class R>
 std::int64_t pme_spread(const Exec& ex, const PmeAtoms& a, const PmeStencil& st, const View<std::int64_t>& grid,
-                        double scale, bool atomic) {
+                        double scale, bool atomic, std::int64_t* into) {
   const Box atoms(0, 0, 0, a.n, 1, 1);
 #if !defined(__CUDACC__)
   const bool simd = pme_simd();
   switch (st.order) {
     case 4:
-      return reduce(ex, "md.pme_spread", atoms, std::int64_t{0}, SumOp{},
+      return reduce_into(ex, "md.pme_spread", atoms, std::int64_t{0}, SumOp{},
                     [=](int i, int, int) {
                       return atomic ? spread_atom<4, R>(a, st, grid, scale, true, i) : spread_atom_host<4, R>(a, st, grid, scale, i, simd);
-                    });
+                    }, into);
     case 5:
-      return reduce(ex, "md.pme_spread", atoms, std::int64_t{0}, SumOp{},
+      return reduce_into(ex, "md.pme_spread", atoms, std::int64_t{0}, SumOp{},
                     [=](int i, int, int) {
                       return atomic ? spread_atom<5, R>(a, st, grid, scale, true, i) : spread_atom_host<5, R>(a, st, grid, scale, i, simd);
-                    });
+                    }, into);
     case 6:
-      return reduce(ex, "md.pme_spread", atoms, std::int64_t{0}, SumOp{},
+      return reduce_into(ex, "md.pme_spread", atoms, std::int64_t{0}, SumOp{},
                     [=](int i, int, int) {
                       return atomic ? spread_atom<6, R>(a, st, grid, scale, true, i) : spread_atom_host<6, R>(a, st, grid, scale, i, simd);
-                    });
+                    }, into);
     default:
       break;
   }
 #endif
-  return reduce(ex, "md.pme_spread", atoms, std::int64_t{0}, SumOp{},
-                [=] CUMULUS_HD(int i, int, int) { return spread_atom<0, R>(a, st, grid, scale, atomic, i); });
+  return reduce_into(ex, "md.pme_spread", atoms, std::int64_t{0}, SumOp{},
+                     [=] CUMULUS_HD(int i, int, int) { return spread_atom<0, R>(a, st, grid, scale, atomic, i); }, into);
 }
 
 #if !defined(__CUDACC__)
@@ -375,7 +375,7 @@ void pme_forces(const Exec& ex, const PmeAtoms& a, const PmeStencil& st, const V
 // Both precisions: double (md.precision = "double") and float ("mixed").
 #define CUMULUS_PME_INSTANTIATE(R)                                                                                  \
   template std::int64_t pme_spread<R>(const Exec&, const PmeAtoms&, const PmeStencil&, const View<std::int64_t>&, double, \
-                                      bool);                                                                        \
+                                      bool, std::int64_t*);                                                         \
   template void pme_influence<R>(const Exec&, const Box&, const PmeSpectralT<R>&);                                  \
   template void pme_to_real<R>(const Exec&, const View<std::int64_t>&, const View<R>&, const Box&, double);          \
   template PmeSums pme_sums<R>(const Exec&, const StridedView<FftComplex<R>>&, const Box&, const PmeSpectralT<R>&);   \

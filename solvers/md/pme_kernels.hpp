@@ -2,6 +2,7 @@
 // Smooth particle-mesh Ewald (kspace_pme.cpp): the kernels of one reciprocal-space evaluation,
 // declared once per backend pass (pme_kernels.cpp holds the bodies).
 #include <cstdint>
+#include <string>
 #include <vector>
 #include <type_traits>
 
@@ -27,7 +28,13 @@ struct PmeAtoms {
   double *pe = nullptr, *virial = nullptr;
   double self_coef = 0, extra = 0, extra_virial = 0;
   double virial_per_energy = 0;  // set by Pme::compute
+  // With it (ex's memory; md/step_checks.hpp), the count of atoms outside the grid's reach is
+  // stored there and not waited for: the caller reads it later and reports it (pme_outside_error).
+  std::int64_t* outside_into = nullptr;
 };
+
+// PME's error for `outside` atoms beyond the ghost layers (at `step`; -1: not known).
+std::string pme_outside_error(std::int64_t outside, std::int64_t step);
 
 // Where an atom's spline stencil goes on this rank's part of the grid. Grid point k lies at k L / N;
 // an atom at x (in [0, L)) touches points floor(u) - order + 1 .. floor(u), u = x N / L, shifted by
@@ -83,7 +90,7 @@ using PmeSpectral = PmeSpectralT<double>;
 #define CUMULUS_PME_KERNELS                                                                           \
   template <class R>                                                                                  \
   std::int64_t pme_spread(const Exec& ex, const PmeAtoms& a, const PmeStencil& st, const View<std::int64_t>& grid, \
-                          double scale, bool atomic);                                                  \
+                          double scale, bool atomic, std::int64_t* into);                              \
   template <class R>                                                                                  \
   void pme_influence(const Exec& ex, const Box& box, const PmeSpectralT<R>& sp);                       \
   void pme_zero(const Exec& ex, const View<std::int64_t>& grid, const Box& box);                         \

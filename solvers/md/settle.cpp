@@ -24,8 +24,15 @@ std::string Settle::describe() const {
   return out;
 }
 
+void Settle::fail(std::int64_t bad, std::int64_t step) const {
+  throw Error(strprintf("md: SETTLE found no rigid placement for the molecule of oxygen %lld (its data-file id) at step %lld: "
+                        "its atoms moved too far in one step (the time step is too long, or the run blew up)",
+                        static_cast<long long>(bad + 1), static_cast<long long>(step)),
+              ExitCode::blow_up);
+}
+
 void Settle::positions(const Comm& comm, MdAtoms& atoms, const Atoms& a, const TopologyView& t, double dt, std::int64_t step,
-                       bool with_velocities) {
+                       bool with_velocities, std::int64_t* deferred) {
   const Exec& ex = *ex_;
   const int n = atoms.nown();
   for (auto& b : d_) fit(ex, b, static_cast<std::size_t>(std::max(n, 1)));
@@ -35,14 +42,14 @@ void Settle::positions(const Comm& comm, MdAtoms& atoms, const Atoms& a, const T
     const ParticleStore& st = atoms.store;
     bad = CUMULUS_KERNEL(ex, settle_kernels, settle_displacements)(
         ex, a, t, geometry_.data(), st.device<double>(atoms.reference_position, 0), st.device<double>(atoms.reference_position, 1),
-        st.device<double>(atoms.reference_position, 2), d_[0].data(), d_[1].data(), d_[2].data());
+        st.device<double>(atoms.reference_position, 2), d_[0].data(), d_[1].data(), d_[2].data(), deferred);
+  } else if (deferred) {
+    memory::copy(ex, ex.backend(), deferred, Backend::host, &none, sizeof(none));
   }
-  bad = comm.min(bad);
-  if (bad != none)
-    throw Error(strprintf("md: SETTLE found no rigid placement for the molecule of oxygen %lld (its data-file id) at step %lld: "
-                          "its atoms moved too far in one step (the time step is too long, or the run blew up)",
-                          static_cast<long long>(bad + 1), static_cast<long long>(step)),
-                ExitCode::blow_up);
+  if (!deferred) {
+    bad = comm.min(bad);
+    if (bad != none) fail(bad, step);
+  }
   if (n > 0)
     CUMULUS_KERNEL(ex, settle_kernels, settle_apply_positions)(ex, a, d_[0].data(), d_[1].data(), d_[2].data(),
                                                                with_velocities ? 1 / dt : 0.0);

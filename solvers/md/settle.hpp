@@ -35,7 +35,8 @@ class Settle : public ConstraintSolver {
   double removed_dof() const override { return 3.0 * static_cast<double>(molecules_); }
   // A molecule with no rigid placement names its oxygen.
   void positions(const Comm& comm, MdAtoms& atoms, const Atoms& a, const TopologyView& t, double dt, std::int64_t step,
-                 bool with_velocities) override;
+                 bool with_velocities, std::int64_t* deferred = nullptr) override;
+  [[noreturn]] void fail(std::int64_t bad, std::int64_t step) const override;
   void velocities(MdAtoms& atoms, const Atoms& a, const TopologyView& t, double dt) override;
   // The constraint forces' virial at this instant (md.cpp's constraint_virial calls these two): the
   // impulses the velocity constraints would give, the velocities left as they are. `centripetal`

@@ -20,9 +20,10 @@ CUMULUS_HD inline void rel(const double* x, const double* y, const double* z, in
 
 // The displacement of every owned atom of a rigid molecule (0 for the others). Returns the smallest
 // id of an oxygen whose molecule has no rigid placement (int64 max: none).
+// With `into` (ex's memory) that id is stored there instead, without a wait (reduce_into).
 std::int64_t settle_displacements(const Exec& ex, const Atoms& a, const TopologyView& t, const SettleGeometry* g,
-                                  const double* rx, const double* ry, const double* rz, double* dx, double* dy, double* dz) {
-  return reduce(ex, "md.settle", Box(0, 0, 0, t.nown, 1, 1), std::numeric_limits<std::int64_t>::max(), MinOp{},
+                                  const double* rx, const double* ry, const double* rz, double* dx, double* dy, double* dz, std::int64_t* into) {
+  return reduce_into(ex, "md.settle", Box(0, 0, 0, t.nown, 1, 1), std::numeric_limits<std::int64_t>::max(), MinOp{},
                 [=] CUMULUS_HD(int i, int, int) -> std::int64_t {
                   dx[i] = dy[i] = dz[i] = 0;
                   const int la = t.settle_atom[i];
@@ -41,7 +42,7 @@ std::int64_t settle_displacements(const Exec& ex, const Atoms& a, const Topology
                   dy[i] = d[1];
                   dz[i] = d[2];
                   return std::numeric_limits<std::int64_t>::max();
-                });
+                }, into);
 }
 
 // x += d (back into the box, counting crossings), v += d / dt (inv_dt = 0: positions alone).

@@ -140,7 +140,7 @@ CUMULUS_HD inline double settle_velocities_term(double mo, double mh, const doub
 #define CUMULUS_SETTLE_KERNELS                                                                                   \
   std::int64_t settle_displacements(const Exec& ex, const Atoms& a, const TopologyView& t, const SettleGeometry* g, \
                                     const double* rx, const double* ry, const double* rz, double* dx, double* dy,  \
-                                    double* dz);                                                                  \
+                                    double* dz, std::int64_t* into);                                              \
   void settle_apply_positions(const Exec& ex, const Atoms& a, const double* dx, const double* dy, const double* dz, \
                               double inv_dt);                                                                     \
   void settle_velocity_changes(const Exec& ex, const Atoms& a, const TopologyView& t, double* dx, double* dy,       \

@@ -24,7 +24,8 @@ class Shake : public ConstraintSolver {
   double removed_dof() const override { return static_cast<double>(constraints_); }
   // A cluster that does not converge names its first atom (lowest id).
   void positions(const Comm& comm, MdAtoms& atoms, const Atoms& a, const TopologyView& t, double dt, std::int64_t step,
-                 bool with_velocities) override;
+                 bool with_velocities, std::int64_t* deferred = nullptr) override;
+  [[noreturn]] void fail(std::int64_t bad, std::int64_t step) const override;
   void velocities(MdAtoms& atoms, const Atoms& a, const TopologyView& t, double dt) override;
   void virial_part(MdAtoms& atoms, const Atoms& a, const TopologyView& t, double dt, double centripetal, bool accumulate) override;
   double sum_virial(const Comm& comm, const MdAtoms& atoms) const override;

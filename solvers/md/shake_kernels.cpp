@@ -44,10 +44,11 @@ CUMULUS_HD inline void relative(const double* x, const double* y, const double* 
 
 // The displacement of every owned atom of a cluster (0 for the others). Returns the smallest id of
 // a cluster's first atom whose constraints did not converge (int64 max: none).
+// With `into` (ex's memory) that id is stored there instead, without a wait (reduce_into).
 std::int64_t shake_displacements(const Exec& ex, const Atoms& a, const TopologyView& t, const ShakeGeometry* geometry,
                                  const double* rx, const double* ry, const double* rz, double tolerance, int max_iterations,
-                                 double* dx, double* dy, double* dz) {
-  return reduce(ex, "md.shake", Box(0, 0, 0, t.nown, 1, 1), std::numeric_limits<std::int64_t>::max(), MinOp{},
+                                 double* dx, double* dy, double* dz, std::int64_t* into) {
+  return reduce_into(ex, "md.shake", Box(0, 0, 0, t.nown, 1, 1), std::numeric_limits<std::int64_t>::max(), MinOp{},
                 [=] CUMULUS_HD(int i, int, int) -> std::int64_t {
                   dx[i] = dy[i] = dz[i] = 0;
                   Cluster c{};
@@ -61,7 +62,7 @@ std::int64_t shake_displacements(const Exec& ex, const Atoms& a, const TopologyV
                   dy[i] = d[c.me][1];
                   dz[i] = d[c.me][2];
                   return std::numeric_limits<std::int64_t>::max();
-                });
+                }, into);
 }
 
 // Every owned atom's velocity change under its cluster's velocity constraints; the cluster's

@@ -144,7 +144,7 @@ CUMULUS_HD inline double shake_velocities_term(const ShakeGeometry& g, const dou
 #define CUMULUS_SHAKE_KERNELS                                                                                      \
   std::int64_t shake_displacements(const Exec& ex, const Atoms& a, const TopologyView& t, const ShakeGeometry* g,   \
                                    const double* rx, const double* ry, const double* rz, double tolerance,           \
-                                   int max_iterations, double* dx, double* dy, double* dz);                         \
+                                   int max_iterations, double* dx, double* dy, double* dz, std::int64_t* into);     \
   void shake_velocity_changes(const Exec& ex, const Atoms& a, const TopologyView& t, const ShakeGeometry* g,        \
                               double* dx, double* dy, double* dz, double* virial, double two_over_dt,               \
                               double centripetal, bool accumulate);

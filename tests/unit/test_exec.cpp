@@ -35,6 +35,13 @@ std::int64_t count_if_above(const Exec& ex, const View<double>& v, const Box& b,
 double max_of(const Exec& ex, const View<double>& v, const Box& b) {
   return reduce(ex, "test.max", b, -1e300, MaxOp{}, [=] CUMULUS_HD(int i, int j, int k) { return v(i, j, k, 0); });
 }
+std::int64_t count_into(const Exec& ex, const View<double>& v, const Box& b, double x, std::int64_t* into) {
+  return reduce_into(ex, "test.count_into", b, std::int64_t{0}, SumOp{},
+                     [=] CUMULUS_HD(int i, int j, int k) -> std::int64_t { return v(i, j, k, 0) > x ? 1 : 0; }, into);
+}
+double max_into(const Exec& ex, const View<double>& v, const Box& b, double* into) {
+  return reduce_into(ex, "test.max_into", b, -1e300, MaxOp{}, [=] CUMULUS_HD(int i, int j, int k) { return v(i, j, k, 0); }, into);
+}
 ExactSum exact_sum_of(const Exec& ex, const View<double>& v, const Box& b, int e) {
   const double to_units = std::ldexp(1.0, -e);
   return reduce(ex, "test.exact", b, ExactSum{}, SumOp{},
@@ -216,6 +223,31 @@ TEST_P(ExecTest, EmptyBoxesDoNothing) {
   Field<double> f("f", ex.backend(), Box(0, 0, 0, 2, 2, 1), {0, 0, 0}, 1);
   EXPECT_EQ(sum_of(ex, f.view(), Box(0, 0, 0, 0, 2, 1)), 0.0);
   fill_index(ex, f.view(), Box(1, 1, 0, 1, 1, 1));
+}
+
+// reduce_into stores the answer in the backend's memory and returns init; reductions queued after
+// it (which share its scratch on a GPU) do not disturb it; an empty box stores init; without a
+// target it is reduce.
+TEST_P(ExecTest, ReduceIntoStoresItsAnswerForLater) {
+  CUMULUS_EXEC_OR_SKIP(ex, GetParam());
+  const Box b(0, 0, 0, 37, 11, 5);
+  Field<double> f("f", ex.backend(), b, {0, 0, 0}, 1);
+  fill_index(ex, f.view(), b);
+  Buffer<std::int64_t> counts(ex.backend(), 3);
+  Buffer<double> maxima(ex.backend(), 1);
+  counts.from_host(ex, {-7, -7, -7});
+  EXPECT_EQ(count_into(ex, f.view(), b, 20000.5, counts.data()), 0);  // returns init, stores the count
+  EXPECT_EQ(max_into(ex, f.view(), Box(0, 0, 0, 10, 3, 2), maxima.data()), -1e300);
+  EXPECT_EQ(count_into(ex, f.view(), Box(0, 0, 0, 0, 11, 5), 0.0, counts.data() + 1), 0);  // empty: stores 0
+  EXPECT_EQ(sum_of(ex, f.view(), b), sum_of(ex, f.view(), b));  // waited-for reductions in between
+  EXPECT_EQ(count_into(ex, f.view(), b, 10000.5, counts.data() + 2), 0);
+  const std::vector<std::int64_t> h = counts.to_host(ex);
+  EXPECT_EQ(h[0], 2 * 37 * 11 + 37 * 11 - 1);  // k = 3, 4 all; k = 2 all but i = j = 0
+  EXPECT_EQ(h[1], 0);
+  EXPECT_EQ(h[2], count_if_above(ex, f.view(), b, 10000.5));
+  EXPECT_EQ(h[0], count_if_above(ex, f.view(), b, 20000.5));
+  EXPECT_EQ(maxima.to_host(ex)[0], 9 + 100.0 * 2 + 10000.0 * 1);
+  EXPECT_EQ(count_into(ex, f.view(), b, 20000.5, nullptr), h[0]);  // no target: the answer, waited for
 }
 
 TEST(Exec, CudaWithoutDeviceIsAnInputError) {
