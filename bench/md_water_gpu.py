@@ -8,8 +8,10 @@ about 0.4 s, well past the start-up costs inside the loop), in each precision of
 (default "mixed,double": mixed is the issue's figure, >= 900 ns/day on one H200). The time is the
 run's "total run (wall)" (the step loop: set-up is outside it). No peer runs on the lent machine:
 recorded, not compared. Printed with it: the per-step timers (pair forces, k-space and its phases,
-list builds and their count); on CUDA, the mixed run again with CUMULUS_KERNEL_TIMERS=0 (no event
-pair around each kernel: what the timing table costs a step).
+list builds and their count); on CUDA, the host's waits for the device and the kernel launches a
+step, with the time spent waiting (a large share of the step: the GPU's kernels are the bottleneck;
+a small one: the host's launches are), and the mixed run again with CUMULUS_KERNEL_TIMERS=0 (no
+event pair around each kernel: what the timing table costs a step).
 
 Then, per precision, --check-steps steps of a 512-molecule box on the host and on the backend under
 test: their last thermo rows must agree within --check-tol relative in double, --check-tol-mixed in
@@ -22,6 +24,7 @@ A benchmark, not a test: exits 0 whatever the figure, 1 when a run fails or the 
 """
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -39,6 +42,20 @@ def job(data, steps, precision="double"):
             'kspace_tolerance = 1e-5\ncutoff = 10.0\nskin = 2.0\ntail_correction = true\ndt = 2.0\ntemperature = 298.0\n'
             'constrain_bonds = [1]\nconstrain_angles = [1]\nthermostat = "nose_hoover"\nthermostat_temperature = 298.0\n'
             f'nhc_damping = 100.0\nprecision = "{precision}"\n')
+
+
+def device_waits(work, name, steps):
+    """From a CUDA run's table: the host's waits for the device and the kernel launches, a step, and
+    the time the host sat waiting (core/exec.hpp's wait_for_stream): "" on the host."""
+    log = open(os.path.join(work, name, "run", "cumulus.log")).read()
+    got = {m.group(1): (int(m.group(2)), float(m.group(3)))
+           for m in re.finditer(r"^(cuda\.waits|cuda\.launches)\s+(\d+)\s+([0-9.]+)", log, re.M)}
+    if "cuda.waits" not in got:
+        return ""
+    waits, wait_s = got["cuda.waits"]
+    launches = got.get("cuda.launches", (0, 0.0))[0]
+    return (f"waits for the device {waits / steps:.2f} a step ({1e3 * wait_s / steps:.3f} ms a step waiting), "
+            f"kernel launches {launches / steps:.1f} a step")
 
 
 def box(work, name, molecules):
@@ -78,6 +95,9 @@ def main():
                    if k in ("md.forces", "md.kspace", "md.neighbor_build", "md.neighbor_kernels", "md.integrate", "md.settle",
                             "md.settle_velocities", "md.ghosts", "md.constraints", "md.neighbor_check", "md.thermo")}
             print("  per step (ms): " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(per.items())))
+            waits = device_waits(work, f"big-{prec}", args.steps)
+            if waits:
+                print("  " + waits)
             # k-space by phase, and how often the list was built (the next lease's leads)
             pme = {k: 1e3 * v / args.steps for k, v in t.items() if k.startswith(("md.pme", "fft."))}
             print("  k-space per step (ms): " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(pme.items())))
@@ -87,6 +107,9 @@ def main():
                                   env={"CUMULUS_KERNEL_TIMERS": "0"})
                 print(f"  without kernel timers (CUMULUS_KERNEL_TIMERS=0): {args.steps * 2.0e-6 / (w2 / 86400.0):,.1f} ns/day "
                       f"({1e3 * w2 / args.steps:.3f} ms per step)")
+                waits = device_waits(work, f"big-{prec}-untimed", args.steps)
+                if waits:
+                    print("    " + waits)
             if "neighbor_builds" in head_big:
                 print(f"  neighbour list builds: {last_big[head_big.index('neighbor_builds')]} in {args.steps} steps")
             _, head, host, _ = run(exe, work, f"check-host-{prec}", job(small, args.check_steps, prec), "host")

@@ -103,7 +103,7 @@ double cuda_device_bytes(int device) {
 void Exec::synchronize() const {
 #ifdef CUMULUS_HAVE_CUDA
   if (!is_cuda()) return;
-  const cudaError_t e = cudaStreamSynchronize(stream_);
+  const cudaError_t e = static_cast<cudaError_t>(detail::wait_for_stream(stream_));
   if (e != cudaSuccess)
     throw Error(strprintf("CUDA error at a synchronisation: %s (%s); the last kernel queued was '%s' (an "
                           "earlier one may have failed: run with CUMULUS_CUDA_SYNC=1 to name it)",
@@ -360,6 +360,8 @@ void throw_not_compiled_for_cuda(const char* label) {
 
 void check_cuda_launch(const Exec& ex, const char* label, const Box& box) {
 #ifdef CUMULUS_HAVE_CUDA
+  static TimerStat* const launches = TimerRegistry::instance().slot("cuda.launches");  // a count: no time
+  TimerRegistry::add(launches, 0.0);
   remember_kernel(label);
   // cudaGetLastError, not cudaPeekAtLastError: peeking never clears, so one unchecked failure would
   // make every later launch throw and blame an innocent kernel.
@@ -379,6 +381,14 @@ void check_cuda_launch(const Exec& ex, const char* label, const Box& box) {
 }
 
 #ifdef CUMULUS_HAVE_CUDA
+int wait_for_stream(CUstream_st* stream) {
+  static TimerStat* const waits = TimerRegistry::instance().slot("cuda.waits");
+  const double t0 = wall_seconds();
+  const cudaError_t e = cudaStreamSynchronize(stream);
+  TimerRegistry::add(waits, wall_seconds() - t0);
+  return static_cast<int>(e);
+}
+
 ReduceScratch reduce_scratch(std::size_t bytes, std::size_t result_bytes, const char* label, const Box& box) {
   // Kept for the life of the process (one device a process): freed at exit with everything else.
   static void* partial = nullptr;

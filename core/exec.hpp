@@ -96,6 +96,11 @@ void check_cuda_launch(const Exec& ex, const char* label, const Box& box);
 // An exception from inside a CUDA library call (Thrust/CUB's system_error, an allocation) turned
 // into the project's error, naming the kernel: the run then ends as "failed" in status.json.
 [[noreturn]] void throw_cuda_library_error(const char* label, const Box& box, const char* what);
+// Waits for everything queued on `stream` (cudaStreamSynchronize), the wait timed under
+// "cuda.waits" in the run's table: its count is the host's waits for the device, its time how long
+// the host sat idle in them (much of a step: the device is the bottleneck; little: the host's
+// launches are). Returns the CUDA error code (0: none). CUDA builds only.
+int wait_for_stream(CUstream_st* stream);
 // reduce's scratch: `bytes` of device memory for the partials and a page-locked host slot of
 // `result_bytes` for the answer, both kept from call to call (grown when a call needs more). Every
 // reduce waits for its answer before it returns, so one set serves them all in turn; allocating
@@ -354,7 +359,7 @@ T reduce(const Exec& ex, const char* label, const Box& box, T init, Op op, F bod
     detail::reduce_on_device(ex, label, box, init, op, body, partial, partial + detail::kReduceMaxBlocks);
     cudaError_t e =
         cudaMemcpyAsync(scratch.result, partial + detail::kReduceMaxBlocks, sizeof(T), cudaMemcpyDeviceToHost, ex.stream());
-    if (e == cudaSuccess) e = cudaStreamSynchronize(ex.stream());
+    if (e == cudaSuccess) e = static_cast<cudaError_t>(detail::wait_for_stream(ex.stream()));
     if (e != cudaSuccess) detail::throw_cuda_library_error(label, box, cudaGetErrorString(e));
     T r = init;
     std::memcpy(static_cast<void*>(&r), scratch.result, sizeof(T));

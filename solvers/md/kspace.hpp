@@ -29,6 +29,8 @@ class KSpace {
   // stores there its count of atoms beyond its grid's reach instead of waiting to check it
   // (md/step_checks.hpp; the caller reports a count above 0 by pme_outside_error).
   virtual void compute(const Exec& ex, const Comm& comm, const Atoms& a, std::int64_t* outside_into) = 0;
+  // Whether compute stores anything at outside_into (PME; the Ewald sum has no grid).
+  virtual bool checks_outside() const { return false; }
   // The virial tensor of the last compute (xx yy zz xy xz yz), the same on every rank.
   virtual std::array<double, 6> virial_tensor() const = 0;
   // The energies of the last compute by term: {"e_long" (reciprocal sum), "e_self", "e_background"}.

@@ -101,6 +101,7 @@ class PmeKSpace : public KSpace {
                      pme_ ? ("; " + pme_->describe()).c_str() : "");
   }
   double alpha() const override { return p_.alpha; }
+  bool checks_outside() const override { return true; }
 
   void set_domain(const CartesianDecomposition& atoms, double drift) override {
     atoms_ = std::make_unique<CartesianDecomposition>(atoms);

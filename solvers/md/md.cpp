@@ -307,6 +307,7 @@ class MdModel : public Model {
   // step's forces (computed with energies), the box and the atoms scaled, the ghosts' positions
   // sent, the forces computed anew; the change of E + P0 V is the barostat's work.
   void rescale_box(std::int64_t step) {
+    finish_checks();  // this step's constraint and PME checks first: their errors, not the rescaling's
     const Exec& ex = ctx_.exec;
     const Thermo before = measure();
     const double V0 = box_.volume();
@@ -552,7 +553,7 @@ class MdModel : public Model {
     }
     if (kspace_) {
       ScopedTimer timer("md.kspace");
-      kspace_->compute(ctx_.exec, ctx_.comm, a, step >= 0 ? checks_.outside(step) : nullptr);
+      kspace_->compute(ctx_.exec, ctx_.comm, a, step >= 0 && kspace_->checks_outside() ? checks_.outside(step) : nullptr);
     }
     for (const auto& b : bonded_) b->compute(ctx_.exec, a, topology_->view());
   }

@@ -170,7 +170,12 @@ CUMULUS_HD inline void force_atom(const PmeAtoms& a, const PmeStencil& st, const
   int k0[3];
   R w[3][kPmeMaxOrder], dw[3][kPmeMaxOrder];
   const double pos[3] = {a.x[i], a.y[i], a.z[i]};
-  for (int d = 0; d < 3; ++d) stencil_axis_d<R>(pos[d], d, st, order, &k0[d], w[d], dw[d]);
+  bool inside = true;
+  for (int d = 0; d < 3; ++d) inside = stencil_axis_d<R>(pos[d], d, st, order, &k0[d], w[d], dw[d]) && inside;
+  // An atom beyond the grid's reach gets no k-space force: its stencil would read outside the grid.
+  // The spreading counted it, and the step's check stops the run (pme.cpp; md/step_checks.hpp
+  // reads that count a step later, so this step's interpolation still runs).
+  if (!inside) return;
   // dE/du_a = q sum over the stencil of (d theta_a) theta_b theta_c phi; F = -dE/dx = -dE/du N / L.
   R gx = 0, gy = 0, gz = 0;
   for (int c = 0; c < order; ++c)

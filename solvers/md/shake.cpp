@@ -41,14 +41,12 @@ void Shake::positions(const Comm& comm, MdAtoms& atoms, const Atoms& a, const To
   for (auto& b : d_) fit(ex, b, static_cast<std::size_t>(std::max(n, 1)));
   const std::int64_t none = std::numeric_limits<std::int64_t>::max();
   std::int64_t bad = none;
-  if (n > 0) {
+  if (n > 0 || deferred) {  // deferred with no atoms here: "none" stored on the stream (an empty reduction)
     const ParticleStore& st = atoms.store;
     bad = CUMULUS_KERNEL(ex, shake_kernels, shake_displacements)(
         ex, a, t, geometry_.data(), st.device<double>(atoms.reference_position, 0), st.device<double>(atoms.reference_position, 1),
         st.device<double>(atoms.reference_position, 2), tolerance_, max_iterations_, d_[0].data(), d_[1].data(), d_[2].data(),
         deferred);
-  } else if (deferred) {
-    memory::copy(ex, ex.backend(), deferred, Backend::host, &none, sizeof(none));
   }
   if (!deferred) {
     bad = comm.min(bad);

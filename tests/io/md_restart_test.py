@@ -380,4 +380,19 @@ rc, out = run(["run", "molecules.toml", "--set", "run.directory=shake_fail", "--
                "run.end_step=200"] + SHAKE, d, ranks=2)
 m = re.search(r"SHAKE did not converge for the cluster of atom (\d+) \(its data-file id\) at step (\d+)", out)
 r.check(rc == 3 and m is not None, "SHAKE clusters: not converging exits 3 naming the cluster's atom and the step", out[-1500:])
+# PME's atoms beyond the grid's reach (the list never rebuilt, so no atom migrates: one drifts out of
+# its rank's block and the grid's ghost layers): exit 1 naming the step. The count is read a step
+# late (solvers/md/step_checks.hpp), and the step's interpolation skips such an atom instead of
+# reading outside the grid (a sanitizer run would see that read); the checkpoints before it kept,
+# none after.
+rc, out = run(["run", "molecules.toml", "--set", "run.directory=pme_outside", "--set", "md.neighbor_every=100000", "--set",
+               "md.temperature=10", "--set", "run.end_step=400", "--set", "checkpoint.every_steps=5"], d, ranks=2)
+m = re.search(r"PME: \d+ atom\(s\) at step (\d+) lie farther outside their rank's block", out)
+r.check(rc == 1 and m is not None, "PME: an atom beyond the grid's reach exits 1 naming the step", out[-1500:])
+if m:
+    step = int(m.group(1))
+    kept = sorted(os.listdir(os.path.join(d, "pme_outside", "checkpoints")))
+    last = (step - 1) // 5 * 5
+    r.check(kept and kept[-1] == f"checkpoint_{last:012d}.h5", "PME: the last good checkpoint kept, none after the failure",
+            str(kept))
 r.finish()
