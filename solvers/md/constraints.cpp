@@ -239,12 +239,12 @@ ConstraintTopology constraint_topology(const Config& cfg, const DataFile* d) {
   return c;
 }
 
-void keep_reference(const Exec& ex, MdAtoms& atoms) {
-  const std::size_t n = static_cast<std::size_t>(atoms.nlocal());
-  if (n == 0) return;
+void keep_reference(const Exec& ex, MdAtoms& atoms, int first) {
+  const int n = atoms.nlocal() - first;
+  if (n <= 0) return;
   for (int d = 0; d < 3; ++d)
-    memory::copy(ex, ex.backend(), atoms.store.device<double>(atoms.reference_position, d), ex.backend(),
-                 atoms.store.device<double>(atoms.position, d), n * sizeof(double));
+    memory::copy(ex, ex.backend(), atoms.store.device<double>(atoms.reference_position, d) + first, ex.backend(),
+                 atoms.store.device<double>(atoms.position, d) + first, static_cast<std::size_t>(n) * sizeof(double));
 }
 
 double sum_constraint_virial(const Exec& ex, const Comm& comm, const double* v, int n) {

@@ -97,8 +97,9 @@ class ConstraintSolver {
 };
 
 // Step 1: the positions at the start of the step (owned atoms; the ghosts' follow with the
-// positions, reference_position going to ghosts).
-void keep_reference(const Exec& ex, MdAtoms& atoms);
+// positions, reference_position going to ghosts), of the local atoms from `first` on (the time
+// step's first half kick keeps the owned atoms' in its own pass: md_kernels.hpp's KeptPositions).
+void keep_reference(const Exec& ex, MdAtoms& atoms, int first = 0);
 
 // The exact sum of n per-atom virial shares over every rank (collective): the same bits at any
 // rank count.

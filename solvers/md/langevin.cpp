@@ -18,7 +18,7 @@ class Langevin : public Thermostat {
     const double c1 = std::exp(-dt / damping_);
     const std::uint64_t step = static_cast<std::uint64_t>(std::llround(time / dt));
     CUMULUS_KERNEL(*c.ex, kernels, kick_drift_langevin)(*c.ex, c.atoms(), 0.5 * dt, dt, c1, kT_,
-                                                        seed_ ^ 0x5DEECE66Dull, step);
+                                                        seed_ ^ 0x5DEECE66Dull, step, c.keep());
   }
   double degrees_of_freedom(double n) const override { return 3.0 * n; }
 

@@ -141,6 +141,16 @@ class MdModel : public Model {
     tctx_.ex = &ctx_.exec;
     tctx_.atoms = [this] { return view(); };
     tctx_.kinetic2 = [this] { return kinetic2_sum(ctx_.exec, ctx_.comm, view()); };
+    tctx_.keep = [this] {
+      KeptPositions k;
+      if (!constraints_.empty()) {
+        const ParticleStore& st = atoms_->store;
+        k.x = st.device<double>(atoms_->reference_position, 0);
+        k.y = st.device<double>(atoms_->reference_position, 1);
+        k.z = st.device<double>(atoms_->reference_position, 2);
+      }
+      return k;
+    };
     rebuild(true, 0);
     if (!constraints_.empty()) start_rigid(s_.temperature > 0 && n_total_ > 1 && !velocities_given);
     compute_forces();
@@ -174,7 +184,8 @@ class MdModel : public Model {
   void advance(double time, double dt) override {
     const Exec& ex = ctx_.exec;
     if (stale_) refresh();
-    if (!constraints_.empty()) keep_reference(ex, *atoms_);
+    // The constraints' reference positions: the owned atoms' kept by kick_drift, the ghosts' here.
+    if (!constraints_.empty()) keep_reference(ex, *atoms_, atoms_->nown());
     thermostat_->begin_step(tctx_, dt);
     thermostat_->kick_drift(tctx_, time, dt);
     // The list is rebuilt on steps that are multiples of md.neighbor_every, when an atom has

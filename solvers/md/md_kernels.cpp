@@ -11,15 +11,20 @@ namespace cumulus::md {
 namespace kernels::CUMULUS_PASS {
 
 // Velocity Verlet's first half: v += dt/2 f/m, x += dt v, then wrap into the box (image counts).
-void kick_drift(const Exec& ex, const Atoms& a, double half_dt, double dt) {
+void kick_drift(const Exec& ex, const Atoms& a, double half_dt, double dt, double scale, KeptPositions keep) {
   for_each(ex, "md.integrate", Box(0, 0, 0, a.n, 1, 1), [=] CUMULUS_HD(int i, int, int) {
     double* x[3] = {a.x, a.y, a.z};
     double* v[3] = {a.vx, a.vy, a.vz};
     const double* f[3] = {a.fx, a.fy, a.fz};
     int* im[3] = {a.ix, a.iy, a.iz};
+    if (keep.x) {
+      keep.x[i] = a.x[i];
+      keep.y[i] = a.y[i];
+      keep.z[i] = a.z[i];
+    }
     const double h = half_dt / a.mass[a.type[i]];
     for (int d = 0; d < 3; ++d) {
-      const double vn = v[d][i] + h * f[d][i];
+      const double vn = v[d][i] * scale + h * f[d][i];  // * 1 is exact: NVE's bits as before
       v[d][i] = vn;
       x[d][i] = wrap(x[d][i] + dt * vn, a.box[d], im[d][i]);
     }
@@ -52,12 +57,17 @@ CUMULUS_HD inline double noise(std::uint64_t seed, std::uint64_t id, std::uint64
 // and the second half kick follow after the list check. `work` accumulates the kinetic energy the
 // O step removed, so that total energy + work is conserved (the reported conserved quantity).
 void kick_drift_langevin(const Exec& ex, const Atoms& a, double half_dt, double dt, double c1, double kT,
-                         std::uint64_t seed, std::uint64_t step) {
+                         std::uint64_t seed, std::uint64_t step, KeptPositions keep) {
   for_each(ex, "md.integrate", Box(0, 0, 0, a.n, 1, 1), [=] CUMULUS_HD(int i, int, int) {
     double* x[3] = {a.x, a.y, a.z};
     double* v[3] = {a.vx, a.vy, a.vz};
     const double* f[3] = {a.fx, a.fy, a.fz};
     int* im[3] = {a.ix, a.iy, a.iz};
+    if (keep.x) {
+      keep.x[i] = a.x[i];
+      keep.y[i] = a.y[i];
+      keep.z[i] = a.z[i];
+    }
     const double mass = a.mass[a.type[i]], h = half_dt / mass;
     const double c2 = sqrt((1 - c1 * c1) * kT / mass);
     const std::uint64_t id = static_cast<std::uint64_t>(a.id[i]);

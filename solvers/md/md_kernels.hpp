@@ -94,11 +94,20 @@ CUMULUS_HD inline double wrap(double x, double L, int& image) {
   return x;
 }
 
+// Where the first half kick and drift keep each owned atom's position from before the drift: the
+// constraint solvers' reference positions (null: none kept). One pass for what were a copy per
+// axis and the kick.
+struct KeptPositions {
+  double *x = nullptr, *y = nullptr, *z = nullptr;
+};
+
+// kick_drift: v = v scale + dt/2 F/m (scale: the Nose-Hoover chain's half-step factor, applied here
+// rather than by a pass of its own; 1 otherwise), x += dt v. The same bits as scaling, then kicking.
 #define CUMULUS_MD_KERNELS                                                                           \
-  void kick_drift(const Exec& ex, const Atoms& a, double half_dt, double dt);                         \
+  void kick_drift(const Exec& ex, const Atoms& a, double half_dt, double dt, double scale, KeptPositions keep); \
   void kick(const Exec& ex, const Atoms& a, double half_dt);                                          \
   void kick_drift_langevin(const Exec& ex, const Atoms& a, double half_dt, double dt, double c1, double kT, \
-                           std::uint64_t seed, std::uint64_t step);                                       \
+                           std::uint64_t seed, std::uint64_t step, KeptPositions keep);                   \
   void scale_velocities(const Exec& ex, const Atoms& a, double factor);                               \
   ExactSum kinetic_exact(const Exec& ex, const Atoms& a);                                            \
   ExactSum thermo_exact(const Exec& ex, const Atoms& a, int which);                                  \

@@ -22,8 +22,14 @@ class NoseHoover : public Thermostat {
   std::string describe() const override {
     return strprintf("; Nose-Hoover chain of %d at T %g, relaxation time %g (Q1 = %g, Qi = %g)", m_, kT_ / boltz_, damping_, q(0), q(1));
   }
-  void begin_step(const ThermostatContext& c, double dt) override { half_step(c, dt); }
-  void end_step(const ThermostatContext& c, double dt) override { half_step(c, dt); }
+  // The first half step's velocity scaling is left to kick_drift, which applies it in its own pass
+  // (one pass a step fewer; the same bits).
+  void begin_step(const ThermostatContext& c, double dt) override { pending_scale_ = half_step(c, dt, false); }
+  void kick_drift(const ThermostatContext& c, double /*time*/, double dt) override {
+    CUMULUS_KERNEL(*c.ex, kernels, kick_drift)(*c.ex, c.atoms(), 0.5 * dt, dt, pending_scale_, c.keep());
+    pending_scale_ = 1.0;
+  }
+  void end_step(const ThermostatContext& c, double dt) override { half_step(c, dt, true); }
 
   // The chain's share of the conserved quantity: sum Q_i v_i^2 / 2 + Nf kT xi_1 + kT sum_{i>1} xi_i.
   double energy() const override {
@@ -68,7 +74,8 @@ class NoseHoover : public Thermostat {
  private:
   double q(int i) const { return (i == 0 ? nf_ : 1.0) * kT_ * (damping_ * damping_); }
 
-  void half_step(const ThermostatContext& c, double dt) {
+  // Returns the atoms' velocity factor, applied here when `apply`.
+  double half_step(const ThermostatContext& c, double dt, bool apply) {
     const int M = m_;
     const double dt2 = 0.5 * dt, dt4 = 0.25 * dt, dt8 = 0.125 * dt;
     std::vector<double>& v = v_;
@@ -85,13 +92,15 @@ class NoseHoover : public Thermostat {
     for (int i = M - 1; i >= 0; --i) update(i);
     for (int i = 0; i < M; ++i) xi_[i] += dt2 * v[i];
     const double scale = std::exp(-dt2 * v[0]);
-    CUMULUS_KERNEL(*c.ex, kernels, scale_velocities)(*c.ex, c.atoms(), scale);
+    if (apply) CUMULUS_KERNEL(*c.ex, kernels, scale_velocities)(*c.ex, c.atoms(), scale);
     ke2 *= scale * scale;
     for (int i = 0; i < M; ++i) update(i);
+    return scale;
   }
 
   int m_;
   double kT_, boltz_, damping_, nf_;
+  double pending_scale_ = 1.0;  // begin_step's factor, for kick_drift
   std::vector<double> xi_ = std::vector<double>(10, 0.0), v_ = std::vector<double>(10, 0.0);
 };
 }  // namespace

@@ -16,7 +16,7 @@ class Nve : public Thermostat {
 }  // namespace
 
 void Thermostat::kick_drift(const ThermostatContext& c, double /*time*/, double dt) {
-  CUMULUS_KERNEL(*c.ex, kernels, kick_drift)(*c.ex, c.atoms(), 0.5 * dt, dt);
+  CUMULUS_KERNEL(*c.ex, kernels, kick_drift)(*c.ex, c.atoms(), 0.5 * dt, dt, 1.0, c.keep());
 }
 
 std::unique_ptr<Thermostat> make_thermostat(const Setup& s, std::int64_t n_total) {

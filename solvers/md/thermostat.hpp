@@ -21,6 +21,9 @@ struct ThermostatContext {
   const Exec* ex = nullptr;
   std::function<Atoms()> atoms;
   std::function<double()> kinetic2;
+  // Where kick_drift keeps the owned atoms' positions from before the drift (the constraints'
+  // reference; null pointers without constraints).
+  std::function<KeptPositions()> keep;
 };
 
 class Thermostat {
@@ -31,7 +34,8 @@ class Thermostat {
   // steps of the chain).
   virtual void begin_step(const ThermostatContext&, double /*dt*/) {}
   virtual void end_step(const ThermostatContext&, double /*dt*/) {}
-  // The first half kick and the drift (Langevin: BAOAB's B, A, O, A).
+  // The first half kick and the drift (Langevin: BAOAB's B, A, O, A), keeping the positions from
+  // before the drift where c.keep() says.
   virtual void kick_drift(const ThermostatContext& c, double time, double dt);
   // Degrees of freedom of N atoms: 3N - 3 where the total momentum is conserved (NVE, Nose-Hoover),
   // 3N under Langevin, whose friction and noise act on every component (measured: 108 atoms read
