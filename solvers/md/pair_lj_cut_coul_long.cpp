@@ -219,7 +219,10 @@ class CoulLong : public ForceTerm {
   mutable Buffer<std::int64_t> rows_;
   std::int64_t* rows(const Exec& ex, int n) const {
     const std::size_t want = static_cast<std::size_t>(fixed::kRow) * static_cast<std::size_t>(n > 0 ? n : 1);
-    if (rows_.size() < want || rows_.space() != ex.backend()) rows_ = Buffer<std::int64_t>(ex.backend(), want + want / 4, "md.forces rows");
+    if (rows_.size() < want || rows_.space() != ex.backend()) {
+      rows_ = Buffer<std::int64_t>(ex.backend(), want + want / 4, "md.forces rows");
+      CUMULUS_KERNEL(ex, coul_mixed_kernels, zero_rows)(ex, rows_.data(), rows_.size());  // then kept zero by each call
+    }
     return rows_.data();
   }
   mutable std::array<double, 9> sums_{};

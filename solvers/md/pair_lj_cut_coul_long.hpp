@@ -132,13 +132,15 @@ CUMULUS_DECLARE_KERNEL_PASSES(coul_kernels, CUMULUS_COUL_KERNELS)
 using CoulParams32 = CoulParamsT<float>;
 // The mixed kernels: forces over a full list on either backend (coul_forces_mixed; `rows`:
 // fixed::kRow integers an owned atom in the backend's memory, where the generic loop adds each
-// atom's sums from several threads) or the host's half list at any thread count
+// atom's sums from several threads: zero on entry, left zero on return; zero_rows clears a new
+// buffer) or the host's half list at any thread count
 // (coul_forces_half_mixed; `scratch`: its per-thread arrays, kept by the caller so that no call
 // allocates); the nine sums (coul_sum's) one at a time over a full list, or all at once over the
 // host's half list.
 #define CUMULUS_COUL_MIXED_KERNELS                                                                      \
   void coul_forces_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj, const CoulParams32& p,    \
                          std::int64_t* rows);                                                            \
+  void zero_rows(const Exec& ex, std::int64_t* rows, std::size_t n);                                    \
   void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParams32& p,                \
                               std::vector<std::int64_t>& scratch);                                       \
   ExactSum coul_sum_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj, const CoulParams32& p, int which, int e); \

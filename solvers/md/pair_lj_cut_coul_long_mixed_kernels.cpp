@@ -333,9 +333,9 @@ void coul_forces_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj, cons
   // list reads are runs of 32 bytes), each thread's integer sums added into the atom's row
   // atomically, then the rows stored. On a GPU one thread an atom would leave a liquid's 700-pair
   // loops to 24,000 threads: a tenth of an H200's, and each serial. The host splits in 2, for the
-  // tests to see the split's bits (the same: integer sums).
+  // tests to see the split's bits (the same: integer sums). The rows are zero on entry (zero_rows
+  // when made) and the pass that stores them clears them again: no pass of their own to zero them.
   const int split = ex.is_cuda() ? 8 : 2, n = a.n;
-  for_each(ex, "md.forces", Box(0, 0, 0, fixed::kRow * n, 1, 1), [=] CUMULUS_HD(int k, int, int) { rows[k] = 0; });
   for_each(ex, "md.forces", Box(0, 0, 0, split, n, 1), [=] CUMULUS_HD(int s, int i, int) {
     std::int64_t t[5] = {0, 0, 0, 0, 0};
     int bad = 0;
@@ -351,7 +351,18 @@ void coul_forces_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj, cons
     }
     fixed::add_row(rows, i, t, bad, energy);
   });
-  for_each(ex, "md.forces", Box(0, 0, 0, n, 1, 1), [=] CUMULUS_HD(int i, int, int) { fixed::store_row(a, i, rows, energy); });
+  for_each(ex, "md.forces", Box(0, 0, 0, n, 1, 1), [=] CUMULUS_HD(int i, int, int) {
+    fixed::store_row(a, i, rows, energy);
+    for (int w = 0; w < fixed::kRow; ++w) rows[static_cast<std::ptrdiff_t>(fixed::kRow) * i + w] = 0;
+  });
+}
+
+void zero_rows(const Exec& ex, std::int64_t* rows, std::size_t n) {
+  const int rows_of = 1024, nrows = static_cast<int>((n + rows_of - 1) / rows_of);  // past 2^31 entries too
+  for_each(ex, "md.forces", Box(0, 0, 0, rows_of, nrows, 1), [=] CUMULUS_HD(int k, int r, int) {
+    const std::size_t at = static_cast<std::size_t>(r) * rows_of + static_cast<std::size_t>(k);
+    if (at < n) rows[at] = 0;
+  });
 }
 
 #if !defined(__CUDACC__)

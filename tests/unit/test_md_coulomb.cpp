@@ -462,11 +462,23 @@ TEST(PairCoulLong, TabulatedLoopsGiveCoulPairsBits) {
 // and the same bits over the full list (two threads), the half list at one thread and at two, by
 // the generic loops and the AVX2 loop; then a pair out of the fixed-point range.
 namespace {
-// coul_forces_mixed's rows (fixed::kRow integers an owned atom; host memory), one buffer a test.
-std::int64_t* mixed_rows(int n) {
+// coul_forces_mixed's rows (fixed::kRow integers an owned atom; host memory), one buffer a test:
+// zero on entry, as the pair term makes them (zero_rows, here from a buffer of -1), and zero again
+// after every call (mixed_rows_left_zero).
+std::vector<std::int64_t>& mixed_rows_buffer() {
   static std::vector<std::int64_t> rows;
-  rows.assign(static_cast<std::size_t>(fixed::kRow) * static_cast<std::size_t>(n), -1);  // not zero: the kernel clears them
+  return rows;
+}
+std::int64_t* mixed_rows(int n) {
+  std::vector<std::int64_t>& rows = mixed_rows_buffer();
+  rows.assign(static_cast<std::size_t>(fixed::kRow) * static_cast<std::size_t>(n), -1);
+  coul_mixed_kernels::host_pass::zero_rows(Exec::host(), rows.data(), rows.size());
   return rows.data();
+}
+bool mixed_rows_left_zero() {
+  for (std::int64_t v : mixed_rows_buffer())
+    if (v != 0) return false;
+  return true;
 }
 struct MixedIons {
   IonChains ions;
@@ -522,6 +534,7 @@ struct MixedIons {
       coul_mixed_kernels::host_pass::coul_forces_half_mixed(a, lj32, p32, scratch);
     else
       coul_mixed_kernels::host_pass::coul_forces_mixed(ex, a, lj32, p32, mixed_rows(a.n));
+    EXPECT_TRUE(o.half || mixed_rows_left_zero()) << "the full list's rows not cleared for the next call";
     const double* got[5] = {a.fx, a.fy, a.fz, a.pe, a.virial};
     for (int w = 0; w < 5; ++w) o.w[w].assign(got[w], got[w] + IonChains::n);
     ExactSum s[9];
