@@ -159,12 +159,17 @@ void BondedTopology::resolve(const Comm& comm, const MdAtoms& atoms, std::int64_
   fit(ex, shake_type_, n);
   const std::int64_t none = std::numeric_limits<std::int64_t>::max();
   std::int64_t missing = none;
+  // The columns' answers go to missing_ and come back in one read (one wait for a GPU, not one a column).
+  const std::size_t columns = static_cast<std::size_t>(atoms.nbond + 3 * atoms.nangle + (atoms.settle_atom >= 0 ? 3 : 0) +
+                                                       (atoms.shake_atom >= 0 ? kShakeAtoms : 0));
+  fit(ex, missing_, std::max<std::size_t>(columns, 1));
+  std::size_t used = 0;
   if (nown > 0) {
     const std::int64_t* id = st.device<std::int64_t>(atoms.id);
     CUMULUS_KERNEL(ex, bonded_kernels, map_ids)(ex, id, nown, nlocal, map_.data());
     auto resolve = [&](int field, int c, int* out) {
-      missing = std::min(missing, CUMULUS_KERNEL(ex, bonded_kernels, resolve_column)(ex, st.device<std::int64_t>(field, c), id,
-                                                                                  map_.data(), nown, nlocal, out));
+      CUMULUS_KERNEL(ex, bonded_kernels, resolve_column)(ex, st.device<std::int64_t>(field, c), id, map_.data(), nown, nlocal, out,
+                                                         missing_.data() + used++);
     };
     const std::size_t col = static_cast<std::size_t>(nown);
     for (int c = 0; c < atoms.nbond; ++c) {
@@ -183,6 +188,11 @@ void BondedTopology::resolve(const Comm& comm, const MdAtoms& atoms, std::int64_
       for (int m = 0; m < kShakeAtoms; ++m) resolve(atoms.shake_atom, m, shake_atom_.data() + m * col);
       memory::copy(ex, ex.backend(), shake_type_.data(), ex.backend(), st.device<int>(atoms.shake_type), sizeof(int) * col);
     }
+  }
+  if (used > 0) {
+    std::vector<std::int64_t> got(used);
+    memory::copy(ex, Backend::host, got.data(), ex.backend(), missing_.data(), used * sizeof(std::int64_t));
+    for (const std::int64_t m : got) missing = std::min(missing, m);
   }
   const std::int64_t first = comm.min(missing);
   if (first != none)

@@ -105,6 +105,7 @@ class BondedTopology {
   const Exec* ex_;
   std::int64_t natoms_;
   Buffer<int> map_, bond_atom_, bond_type_, angle_atom_, angle_type_, settle_atom_, settle_type_, shake_atom_, shake_type_;
+  Buffer<std::int64_t> missing_;  // each column's answer (resolve_column), read at once: one wait a build
   TopologyView view_;
 };
 

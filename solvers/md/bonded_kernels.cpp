@@ -52,10 +52,11 @@ void map_ids(const Exec& ex, const std::int64_t* id, int nown, int nlocal, int* 
 // One column of the owned atoms' partners (ids, -1 unused) to local indices: out[i] = the local
 // atom whose id it is (map's entry is checked against the id: the map is never cleared, so an entry
 // may be a stale index from an earlier build). Returns the smallest id of an owned atom with a
-// partner that is not here (int64 max: none).
+// partner that is not here (int64 max: none); with `into` (ex's memory) stores it there without a
+// wait (reduce_into): a build's columns are then read together.
 std::int64_t resolve_column(const Exec& ex, const std::int64_t* partner, const std::int64_t* id, const int* map, int nown,
-                            int nlocal, int* out) {
-  return reduce(ex, "md.bonded.resolve", Box(0, 0, 0, nown, 1, 1), std::numeric_limits<std::int64_t>::max(), MinOp{},
+                            int nlocal, int* out, std::int64_t* into) {
+  return reduce_into(ex, "md.bonded.resolve", Box(0, 0, 0, nown, 1, 1), std::numeric_limits<std::int64_t>::max(), MinOp{},
                 [=] CUMULUS_HD(int i, int, int) -> std::int64_t {
                   const std::int64_t p = partner[i];
                   if (p < 0) {
@@ -66,7 +67,7 @@ std::int64_t resolve_column(const Exec& ex, const std::int64_t* partner, const s
                   const bool here = m >= 0 && m < nlocal && id[m] == p;
                   out[i] = here ? m : -1;
                   return here ? std::numeric_limits<std::int64_t>::max() : id[i];
-                });
+                }, into);
 }
 
 void bond_harmonic_forces(const Exec& ex, const Atoms& a, const TopologyView& t, const BondHarmonicCoeffs* coeffs) {

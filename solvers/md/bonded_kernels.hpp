@@ -85,7 +85,7 @@ constexpr int kBondedEnergy = 6;
 #define CUMULUS_BONDED_KERNELS                                                                                    \
   void map_ids(const Exec& ex, const std::int64_t* id, int nown, int nlocal, int* map);                            \
   std::int64_t resolve_column(const Exec& ex, const std::int64_t* partner, const std::int64_t* id, const int* map,  \
-                              int nown, int nlocal, int* out);                                                     \
+                              int nown, int nlocal, int* out, std::int64_t* into);                                 \
   void bond_harmonic_forces(const Exec& ex, const Atoms& a, const TopologyView& t, const BondHarmonicCoeffs* c);    \
   ExactSum bond_harmonic_sum(const Exec& ex, const Atoms& a, const TopologyView& t, const BondHarmonicCoeffs* c,     \
                              int which, int e);                                                                    \

@@ -395,4 +395,12 @@ if m:
     last = (step - 1) // 5 * 5
     r.check(kept and kept[-1] == f"checkpoint_{last:012d}.h5", "PME: the last good checkpoint kept, none after the failure",
             str(kept))
+# A bonded partner beyond the ghosts (the harmonic molecules blown apart by a step far too long), at
+# 3 ranks: exit 3 naming the atom and the step (the list build's columns are resolved on the backend
+# and read back together, bonded.cpp).
+rc, out = run(["run", "molecules.toml", "--set", "run.directory=bonded_apart", "--set", "md.dt=0.02", "--set",
+               "md.temperature=5", "--set", "run.end_step=300"], d, ranks=3)
+m = re.search(r"atom (\d+) \(its data-file id\)'s bonded partner is not within the cutoff \+ skin of its rank's block at step "
+              r"(\d+)", out)
+r.check(rc == 3 and m is not None, "bonded: a partner beyond the ghosts exits 3 naming the atom and the step", out[-1500:])
 r.finish()
