@@ -360,6 +360,18 @@ if r.check(rc == 0, "rigid molecules: a run writing its trajectory", out):
         r.check(np.array(atoms["xyz"]).tobytes() == np.ascontiguousarray(last).ravel().tobytes(),
                 "paraview: the last frame's positions equal the H5MD file's")
 
+
+
+def kept_until(run_dir, step, what):
+    """A run that failed at `step`, checkpointing every 5 steps: the last checkpoint before the failure
+    is the last one kept (none written after it); returns its path, or None."""
+    kept = sorted(os.listdir(os.path.join(d, run_dir, "checkpoints")))
+    last = (step - 1) // 5 * 5
+    ok = r.check(kept and kept[-1] == f"checkpoint_{last:012d}.h5", f"{what}: the last good checkpoint kept, none after the failure",
+                 str(kept))
+    return os.path.join(d, run_dir, "checkpoints", kept[-1]) if ok else None
+
+
 # SETTLE failing in a run (a time step far too long for the motion): exit 3 naming the molecule's
 # oxygen and the step, the checkpoints before it kept and readable, none written after it.
 rc, out = run(["run", "molecules.toml", "--set", "run.directory=settle_fail", "--set", "md.dt=0.05", "--set",
@@ -367,14 +379,9 @@ rc, out = run(["run", "molecules.toml", "--set", "run.directory=settle_fail", "-
 m = re.search(r"SETTLE found no rigid placement for the molecule of oxygen (\d+) \(its data-file id\) at step (\d+)", out)
 r.check(rc == 3 and m is not None, "rigid molecules: SETTLE failing exits 3 naming the oxygen and the step", out[-1500:])
 if m:
-    step = int(m.group(2))
-    kept = sorted(os.listdir(os.path.join(d, "settle_fail", "checkpoints")))
-    last = (step - 1) // 5 * 5
-    r.check(kept and kept[-1] == f"checkpoint_{last:012d}.h5", "rigid molecules: the last good checkpoint kept, none after the failure",
-            str(kept))
-    if kept:
-        a = array(os.path.join(d, "settle_fail", "checkpoints", kept[-1]), "position")
-        r.check(np.isfinite(a).all(), "rigid molecules: the kept checkpoint reads back, finite")
+    path = kept_until("settle_fail", int(m.group(2)), "rigid molecules")
+    if path:
+        r.check(np.isfinite(array(path, "position")).all(), "rigid molecules: the kept checkpoint reads back, finite")
 # SHAKE failing likewise: exit 3 naming the cluster's first atom and the step.
 rc, out = run(["run", "molecules.toml", "--set", "run.directory=shake_fail", "--set", "md.dt=0.05", "--set",
                "run.end_step=200"] + SHAKE, d, ranks=2)
@@ -390,11 +397,7 @@ rc, out = run(["run", "molecules.toml", "--set", "run.directory=pme_outside", "-
 m = re.search(r"PME: \d+ atom\(s\) at step (\d+) lie farther outside their rank's block", out)
 r.check(rc == 1 and m is not None, "PME: an atom beyond the grid's reach exits 1 naming the step", out[-1500:])
 if m:
-    step = int(m.group(1))
-    kept = sorted(os.listdir(os.path.join(d, "pme_outside", "checkpoints")))
-    last = (step - 1) // 5 * 5
-    r.check(kept and kept[-1] == f"checkpoint_{last:012d}.h5", "PME: the last good checkpoint kept, none after the failure",
-            str(kept))
+    kept_until("pme_outside", int(m.group(1)), "PME")
 # A bonded partner beyond the ghosts (the harmonic molecules blown apart by a step far too long), at
 # 3 ranks: exit 3 naming the atom and the step (the list build's columns are resolved on the backend
 # and read back together, bonded.cpp).
