@@ -288,8 +288,10 @@ __attribute__((target("avx512f,avx512vl"))) int coul_chunk_avx512(int m, const i
     c.qj[k] = 0;
     c.j[k] = i;
   }
-  if (a.nspecial > 0)
-    for (int k = 0; k < mp; ++k) c.level[k] = k < mc ? sc.level(a.id[c.j[k]]) : 0;
+  if (a.nspecial > 0) {  // partners ascend in id: past i's last special partner, every level is 0
+    for (int k = 0; k < mp; ++k) c.level[k] = 0;
+    for (int k = 0; k < mc && !sc.exhausted(); ++k) c.level[k] = sc.level(a.id[c.j[k]]);
+  }
   // (2) terms: coul_pair_tabulated
   const __m512i sign = _mm512_set1_epi64(static_cast<long long>(0x8000000000000000ULL));
   const __m512d qi = _mm512_set1_pd(a.q[i]), qqr2e = _mm512_set1_pd(p.qqr2e), cut2 = _mm512_set1_pd(p.cut2);
