@@ -611,12 +611,14 @@ inline int coul_chunk(int m, const int* nb, const Atoms& a, const LjTable& lj, c
 // The AVX-512 loop's constants where the CPU has it (else null: the generic loop), with the
 // atoms' positions and charges packed: the calling thread's, kept between calls (no allocation in
 // the time loop once the buffer has grown), valid until its next call.
-// CUMULUS_NO_AVX512 set in the environment takes the generic loop (the tests compare the two).
+// CUMULUS_NO_AVX512 set in the environment takes the generic loop, CUMULUS_HOST_AVX2 the AVX2
+// loop where the CPU also has AVX-512: the tests compare every loop the CPU can run.
 inline const CoulFast* coul_fast(const Atoms& a, const LjTable& lj, const CoulParams& p) {
   chunk_len = pair_simd::chunk_entries(kChunk);
 #if defined(__x86_64__)
-  static const bool avx512 = has_avx512(), avx2 = has_avx2();
+  static const bool avx512_cpu = has_avx512(), avx2 = has_avx2();
   const bool generic = std::getenv("CUMULUS_NO_AVX512") != nullptr;
+  const bool avx512 = avx512_cpu && std::getenv("CUMULUS_HOST_AVX2") == nullptr;
   avx2_chunks = !avx512 && avx2 && !generic;  // AVX2 where AVX-512 is missing
   if (avx2_chunks) {
     thread_local std::vector<double> packed2;

@@ -367,6 +367,29 @@ struct IonChains {
   }
 };
 
+// The double path's host loops: the hand-written one the CPU takes (AVX-512, else AVX2), the AVX2
+// one where the CPU also has AVX-512 (CUMULUS_HOST_AVX2), and the generic one (CUMULUS_NO_AVX512).
+// Where the CPU lacks AVX-512 the first two are the same loop; the tests compare them all.
+namespace {
+enum class HostLoop { cpu, avx2, generic };
+constexpr HostLoop kHostLoops[] = {HostLoop::cpu, HostLoop::avx2, HostLoop::generic};
+const char* loop_name(HostLoop l) {
+  return l == HostLoop::generic ? "the generic loop (CUMULUS_NO_AVX512)"
+                                : (l == HostLoop::avx2 ? "the AVX2 loop (CUMULUS_HOST_AVX2) where the CPU has AVX2"
+                                                       : "the hand-written loop (AVX-512, else AVX2) where the CPU has it");
+}
+void take_loop(HostLoop l) {
+  if (l == HostLoop::generic)
+    ::setenv("CUMULUS_NO_AVX512", "1", 1);
+  else
+    ::unsetenv("CUMULUS_NO_AVX512");
+  if (l == HostLoop::avx2)
+    ::setenv("CUMULUS_HOST_AVX2", "1", 1);
+  else
+    ::unsetenv("CUMULUS_HOST_AVX2");
+}
+}  // namespace
+
 TEST(PairCoulLong, TabulatedLoopsGiveCoulPairsBits) {
   Exec ex;
   IonChains ions(ex);
@@ -375,13 +398,10 @@ TEST(PairCoulLong, TabulatedLoopsGiveCoulPairsBits) {
   MdAtoms& atoms = ions.atoms;
   CoulParams& p = ions.p;
   const std::vector<LjCoefficients>& c = ions.c;
-  for (bool generic : {false, true})
+  for (HostLoop loop : kHostLoops)
     for (bool with_lj : {true, false}) {
-      SCOPED_TRACE(generic ? "the generic loop (CUMULUS_NO_AVX512)" : "the hand-written loop (AVX-512, else AVX2) where the CPU has it");
-      if (generic)
-        ::setenv("CUMULUS_NO_AVX512", "1", 1);
-      else
-        ::unsetenv("CUMULUS_NO_AVX512");
+      SCOPED_TRACE(loop_name(loop));
+      take_loop(loop);
       p.lj = with_lj;
       const LjTable lj{c.data(), 2};
       std::vector<double> ref[5];
@@ -455,7 +475,7 @@ TEST(PairCoulLong, TabulatedLoopsGiveCoulPairsBits) {
         EXPECT_EQ(nonzero, static_cast<long>(nw) * n);
       }
     }
-  ::unsetenv("CUMULUS_NO_AVX512");
+  take_loop(HostLoop::cpu);
 }
 
 // md.precision = "mixed": the fp32 pair terms, summed in fixed point, against the double path;
@@ -661,16 +681,15 @@ TEST(PairCoulLong, TypesWithoutLjKeepTheGenericBits) {
   }
   struct Path {
     int threads;
-    bool half, generic;
+    bool half;
+    HostLoop loop;
   };
   std::vector<double> ref[5], ref_sums;
-  for (const Path q : {Path{2, false, true}, Path{2, false, false}, Path{1, true, false}, Path{2, true, false}}) {
+  for (const Path q : {Path{2, false, HostLoop::generic}, Path{2, false, HostLoop::cpu}, Path{1, true, HostLoop::cpu},
+                       Path{2, true, HostLoop::cpu}, Path{2, false, HostLoop::avx2}, Path{1, true, HostLoop::avx2}}) {
     SCOPED_TRACE(testing::Message() << "double, " << q.threads << " threads, " << (q.half ? "half" : "full") << " list, "
-                                    << (q.generic ? "generic" : "hand-written") << " loop");
-    if (q.generic)
-      ::setenv("CUMULUS_NO_AVX512", "1", 1);
-    else
-      ::unsetenv("CUMULUS_NO_AVX512");
+                                    << loop_name(q.loop));
+    take_loop(q.loop);
     const int saved = omp_get_max_threads();
     omp_set_num_threads(q.threads);
     std::unique_ptr<NeighborList> list;
@@ -688,7 +707,7 @@ TEST(PairCoulLong, TypesWithoutLjKeepTheGenericBits) {
     else
       coul_kernels::host_pass::coul_sums_full(a, lj, m.ions.p, -60, sums);
     omp_set_num_threads(saved);
-    ::unsetenv("CUMULUS_NO_AVX512");
+    take_loop(HostLoop::cpu);
     const double* got[5] = {a.fx, a.fy, a.fz, a.pe, a.virial};
     for (int w = 0; w < 5; ++w) {
       const std::vector<double> v(got[w], got[w] + IonChains::n);
@@ -705,7 +724,7 @@ TEST(PairCoulLong, TypesWithoutLjKeepTheGenericBits) {
       EXPECT_TRUE(same_bits(ref_sums, sv)) << "the nine sums";
   }
   const MixedIons::Out generic = m.run(ex, 2, false, true);
-  for (const Path q : {Path{2, false, false}, Path{1, true, false}, Path{2, true, false}}) {
+  for (const Path q : {Path{2, false, HostLoop::cpu}, Path{1, true, HostLoop::cpu}, Path{2, true, HostLoop::cpu}}) {
     const MixedIons::Out o = m.run(ex, q.threads, q.half, false);
     for (int w = 0; w < 5; ++w)
       EXPECT_TRUE(same_bits(generic.w[w], o.w[w])) << "mixed, " << q.threads << " threads, " << (q.half ? "half" : "full")
@@ -755,7 +774,11 @@ TEST(PairCoulLong, ChunkBoundariesChangeNoBits) {
     const MixedIons::Out mixed = m.run(ex, q.threads, q.half, false);
     for (const char* chunk : {"16", "48"}) {
       ::setenv("CUMULUS_PAIR_CHUNK", chunk, 1);
-      EXPECT_TRUE(same_bits(whole, run_double(q))) << "double, chunks of " << chunk;
+      for (HostLoop loop : {HostLoop::cpu, HostLoop::avx2}) {
+        take_loop(loop);
+        EXPECT_TRUE(same_bits(whole, run_double(q))) << "double, chunks of " << chunk << ", " << loop_name(loop);
+      }
+      take_loop(HostLoop::cpu);
       const MixedIons::Out o = m.run(ex, q.threads, q.half, false);
       for (int w = 0; w < 5; ++w) EXPECT_TRUE(same_bits(mixed.w[w], o.w[w])) << "mixed, chunks of " << chunk << ": array " << w;
       EXPECT_TRUE(same_bits(std::vector<double>(mixed.sums, mixed.sums + 9), std::vector<double>(o.sums, o.sums + 9)))
@@ -804,11 +827,10 @@ TEST(PairCoulLong, FirstPassKeepsEveryPairWithinReach) {
   atoms.store.upload();
   const LjTable lj{ions.c.data(), 2};
   std::vector<double> ref[5];
-  for (bool generic : {true, false}) {
-    if (generic)
-      ::setenv("CUMULUS_NO_AVX512", "1", 1);
-    else
-      ::unsetenv("CUMULUS_NO_AVX512");
+  for (HostLoop loop : {HostLoop::generic, HostLoop::cpu, HostLoop::avx2}) {
+    SCOPED_TRACE(loop_name(loop));
+    const bool generic = loop == HostLoop::generic;
+    take_loop(loop);
     const int saved = omp_get_max_threads();
     omp_set_num_threads(1);
     auto list = make_host_neighbor_list(ex);
@@ -822,7 +844,7 @@ TEST(PairCoulLong, FirstPassKeepsEveryPairWithinReach) {
     else
       coul_kernels::host_pass::coul_forces(ex, a, lj, ions.p);
     omp_set_num_threads(saved);
-    ::unsetenv("CUMULUS_NO_AVX512");
+    take_loop(HostLoop::cpu);
     const double* got[5] = {a.fx, a.fy, a.fz, a.pe, a.virial};
     for (int w = 0; w < 5; ++w) {
       const std::vector<double> v(got[w], got[w] + 2 * npairs);
