@@ -15,6 +15,7 @@
 #include "solvers/md/pair_host_simd.hpp"
 #include "solvers/md/pair_lj_cut_coul_long.hpp"
 #include "solvers/md/pair_mixed_simd.hpp"
+#include "solvers/md/pair_mixed_simd512.hpp"
 
 namespace cumulus::md {
 namespace coul_mixed_kernels::CUMULUS_PASS {
@@ -109,11 +110,12 @@ using pair_simd::rows4;
 using pair_simd::SpecialCursor;
 constexpr int kChunk = 256;  // a multiple of 16; 256 rather than 64: see the double loop's kChunk
 int chunk_len = kChunk;      // this force call's (pair_simd::chunk_entries), set by pack_filter
+bool use_avx512 = false;     // mixed_chunk_avx512 rather than mixed_chunk_avx2, set by pack_filter
 // A chunk's kept partners (their fp32 separations, r^2 and charges), their terms in fixed-point
 // units (fixed_terms'), and per-partner flags when a term was out of range (filled only then, by
 // the scalar path).
 struct alignas(64) MixedChunk {
-  int j[kChunk], level[kChunk], type[kChunk];
+  int j[kChunk + 16], level[kChunk], type[kChunk + 16];  // j, type: the AVX-512 first pass's slack
   float dx[kChunk], dy[kChunk], dz[kChunk], r2[kChunk], qj[kChunk];
   std::int64_t f[3][kChunk], e[kChunk], v[kChunk];
   int bad[kChunk];
@@ -125,6 +127,8 @@ struct alignas(64) MixedChunk {
 // roundings on the way are each within 2^-24.
 void pack_filter(const Atoms& a, mixed_simd::Tables& tb) {
   chunk_len = pair_simd::chunk_entries(kChunk);
+  static const bool avx512 = mixed_simd512::has_avx512_mixed();
+  use_avx512 = avx512 && std::getenv("CUMULUS_HOST_AVX2") == nullptr;
   thread_local std::vector<float> buf;
   tb.filter = pair_simd::pack_filter32(a, a.nlocal > a.n ? a.nlocal : a.n, static_cast<double>(tb.reach2) * (1 + 0x1p-20), buf);
 }
@@ -259,6 +263,132 @@ __attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const
   return mc;
 }
 
+// mixed_chunk_avx2 in AVX-512 where the CPU has it (mixed_simd512::has_avx512_mixed; not with
+// CUMULUS_HOST_AVX2, which the tests set to compare the two): the first pass 16 fp32 lanes at a
+// time, the separations 8 fp64 lanes at a time, the terms and their fixed-point units 16 fp32
+// lanes at a time in two interleaved groups. The same operations in the same order per lane, so the
+// same bits.
+CUMULUS_AVX512_MIXED int mixed_chunk_avx512(int m, const int* nb, const Atoms& a, const double* xyzq, const LjTable32& lj,
+                                            const CoulParams32& p, const mixed_simd::Tables& tb, int i, SpecialCursor& sc,
+                                            bool energy, MixedChunk& c, int* bad) {
+  namespace v16 = mixed_simd512;
+  const bool several_types = lj.ntypes > 1;
+  const int mc = v16::filter_chunk(tb.filter, a, i, nb, m, several_types, c.j, c.type);
+  *bad = 0;
+  if (mc == 0) return 0;
+  // Padding to whole pairs of 16-lane groups: atom i itself beyond every cutoff (zero terms).
+  constexpr int G = 2;
+  const int mp = (mc + 16 * G - 1) / (16 * G) * (16 * G);
+  for (int k = mc; k < mp; ++k) {
+    c.j[k] = i;
+    c.type[k] = several_types ? a.type[i] : 0;
+  }
+  // The kept partners' separations, 8 at a time: fp64 differences, the minimum image, rounded to
+  // fp32, and r^2 in fp32 (mixed_pair's operations).
+  {
+    __m512d ci[3], L[3], h[3], mh[3];
+    const double* const xi[3] = {a.x, a.y, a.z};
+    for (int d = 0; d < 3; ++d) {
+      ci[d] = _mm512_set1_pd(xi[d][i]);
+      L[d] = _mm512_set1_pd(a.box[d]);
+      h[d] = _mm512_set1_pd(0.5 * a.box[d]);
+      mh[d] = _mm512_set1_pd(-(0.5 * a.box[d]));
+    }
+    for (int q = 0; q < mc; q += 8) {
+      const __m256i jv = _mm256_load_si256(reinterpret_cast<const __m256i*>(c.j + q));
+      __m512d pos[4];  // x, y, z, q
+      if (xyzq) {
+        // The 8 partners' (x, y, z, q) rows loaded whole and transposed (the double loop's).
+        __m512d pr[4];
+        for (int l = 0; l < 4; ++l)
+          pr[l] = _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_loadu_pd(xyzq + 4 * static_cast<std::ptrdiff_t>(c.j[q + 2 * l]))),
+                                     _mm256_loadu_pd(xyzq + 4 * static_cast<std::ptrdiff_t>(c.j[q + 2 * l + 1])), 1);
+        const __m512d t0 = _mm512_unpacklo_pd(pr[0], pr[1]), t1 = _mm512_unpackhi_pd(pr[0], pr[1]);
+        const __m512d t2 = _mm512_unpacklo_pd(pr[2], pr[3]), t3 = _mm512_unpackhi_pd(pr[2], pr[3]);
+        const __m512i even = _mm512_setr_epi64(0, 4, 1, 5, 8, 12, 9, 13), odd = _mm512_setr_epi64(2, 6, 3, 7, 10, 14, 11, 15);
+        pos[0] = _mm512_permutex2var_pd(t0, even, t2);
+        pos[2] = _mm512_permutex2var_pd(t0, odd, t2);
+        pos[1] = _mm512_permutex2var_pd(t1, even, t3);
+        pos[3] = _mm512_permutex2var_pd(t1, odd, t3);
+      } else {
+        const double* xs[4] = {a.x, a.y, a.z, a.q};
+        for (int d = 0; d < 4; ++d) pos[d] = _mm512_i32gather_pd(jv, xs[d], 8);
+      }
+      __m256 dv[3];
+      for (int d = 0; d < 3; ++d) dv[d] = _mm512_cvtpd_ps(pair_simd::image512(_mm512_sub_pd(ci[d], pos[d]), L[d], h[d], mh[d]));
+      _mm256_store_ps(c.dx + q, dv[0]);
+      _mm256_store_ps(c.dy + q, dv[1]);
+      _mm256_store_ps(c.dz + q, dv[2]);
+      _mm256_store_ps(c.r2 + q, _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(dv[0], dv[0]), _mm256_mul_ps(dv[1], dv[1])), _mm256_mul_ps(dv[2], dv[2])));
+      _mm256_store_ps(c.qj + q, _mm512_cvtpd_ps(pos[3]));
+    }
+  }
+  for (int k = mc; k < mp; ++k) {
+    c.dx[k] = c.dy[k] = c.dz[k] = c.qj[k] = 0;
+    c.r2[k] = 2 * tb.reach2 + 1;
+  }
+  for (int k = 0; k < mp; ++k) c.level[k] = 0;
+  if (a.nspecial > 0)  // partners ascend in id: past i's last special partner, every level is 0
+    for (int k = 0; k < mc && !sc.exhausted(); ++k) c.level[k] = sc.level(a.id[c.j[k]]);
+  // The terms.
+  const __m512 qi = _mm512_set1_ps(static_cast<float>(a.q[i]));
+  const bool one_type = lj.ntypes == 1, few_types = !one_type && lj.ntypes <= 8;
+  const int ti = one_type ? 0 : a.type[i];
+  v16::Consts kc = v16::consts(p, tb);
+  kc.lj = p.lj && !(lj.ntypes <= 8 && tb.no_lj[ti]);  // this row's LJ part, unless all of it is +0
+  const float* const row = &lj.c[ti * lj.ntypes].cut2;  // 6 floats per partner type
+  __m512 rowv[6];
+  if (few_types)
+    for (int w = 0; w < 6; ++w) rowv[w] = v16::low8(tb.rows[ti][w]);
+  const int nfields = energy ? 6 : 3;
+  __mmask8 ok_f = 0xFF, ok_e = 0xFF;
+  for (int q0 = 0; q0 < mp; q0 += 16 * G) {
+    __m512 dv[G][3], r2[G], qq[G], lc[G][6];
+    __m512i lev[G];
+    for (int g = 0; g < G; ++g) {
+      const int q = q0 + 16 * g;
+      dv[g][0] = _mm512_load_ps(c.dx + q);
+      dv[g][1] = _mm512_load_ps(c.dy + q);
+      dv[g][2] = _mm512_load_ps(c.dz + q);
+      r2[g] = _mm512_load_ps(c.r2 + q);
+      qq[g] = _mm512_mul_ps(kc.qqr2e, _mm512_mul_ps(qi, _mm512_load_ps(c.qj + q)));
+      lev[g] = _mm512_load_si512(c.level + q);
+      if (kc.lj) {
+        if (one_type) {
+          for (int w = 0; w < nfields; ++w) lc[g][w] = _mm512_set1_ps(row[w]);
+        } else if (few_types) {
+          const __m512i tj = _mm512_load_si512(c.type + q);
+          for (int w = 0; w < nfields; ++w) lc[g][w] = _mm512_permutexvar_ps(tj, rowv[w]);
+        } else {
+          const __m512i t6 = _mm512_mullo_epi32(_mm512_load_si512(c.type + q), _mm512_set1_epi32(6));
+          for (int w = 0; w < nfields; ++w) lc[g][w] = _mm512_i32gather_ps(_mm512_add_epi32(t6, _mm512_set1_epi32(w)), row, 4);
+        }
+      }
+    }
+    v16::Terms t[G];
+    v16::terms<G>(kc, r2, qq, lev, lc, energy, t);
+    for (int g = 0; g < G; ++g) {
+      const int q = q0 + 16 * g;
+      v16::Fixed u;
+      v16::to_fixed(t[g], dv[g][0], dv[g][1], dv[g][2], r2[g], energy, u, ok_f, ok_e);
+      for (int w = 0; w < 3; ++w)
+        for (int hh = 0; hh < 2; ++hh) _mm512_store_si512(c.f[w] + q + 8 * hh, u.f[w][hh]);
+      if (energy) {
+        for (int hh = 0; hh < 2; ++hh) {
+          _mm512_store_si512(c.e + q + 8 * hh, u.e[hh]);
+          _mm512_store_si512(c.v + q + 8 * hh, u.v[hh]);
+        }
+        _mm512_store_ps(c.tf + q, t[g].f);
+        _mm512_store_ps(c.tev + q, t[g].evdwl);
+        _mm512_store_ps(c.tec + q, t[g].ecoul);
+        _mm512_store_ps(c.tek + q, t[g].ecorr);
+      }
+    }
+  }
+  *bad = (ok_f == 0xFF ? 0 : 1) | (ok_e == 0xFF ? 0 : 2);
+  return mc;
+}
+
 #pragma GCC diagnostic pop
 
 // The chunk's terms lane by lane by the generic path (fixed_terms), with each lane's bad bits: the
@@ -285,7 +415,8 @@ void mixed_pairs(const Atoms& a, const double* xyzq, const LjTable32& lj, const 
   for (std::int64_t k0 = 0; k0 < n; k0 += chunk_len) {
     const int len = static_cast<int>(n - k0 < chunk_len ? n - k0 : chunk_len);
     int bad = 0;
-    const int kept = mixed_chunk_avx2(len, nb + k0, a, xyzq, lj, p, tb, i, sc, a.energy, c, &bad);
+    const int kept = use_avx512 ? mixed_chunk_avx512(len, nb + k0, a, xyzq, lj, p, tb, i, sc, a.energy, c, &bad)
+                                : mixed_chunk_avx2(len, nb + k0, a, xyzq, lj, p, tb, i, sc, a.energy, c, &bad);
     if (bad) bad = chunk_scalar(kept, a, lj, p, i, a.energy, c);
     add(c, kept, bad);
   }

@@ -537,11 +537,10 @@ struct MixedIons {
     double sums[9];
     bool half = false;
   };
-  Out run(const Exec& ex, int threads, bool half, bool generic) {
-    if (generic)
-      ::setenv("CUMULUS_NO_AVX512", "1", 1);
-    else
-      ::unsetenv("CUMULUS_NO_AVX512");
+  // generic: the generic loops; else the hand-written one for the CPU (AVX-512, else AVX2), or with
+  // avx2 the AVX2 one.
+  Out run(const Exec& ex, int threads, bool half, bool generic, bool avx2 = false) {
+    take_loop(generic ? HostLoop::generic : (avx2 ? HostLoop::avx2 : HostLoop::cpu));
     const int saved = omp_get_max_threads();
     omp_set_num_threads(threads);
     std::unique_ptr<NeighborList> list;
@@ -565,7 +564,7 @@ struct MixedIons {
     for (int w = 0; w < 9; ++w)
       if (!s[w].value_rounded(-60, &o.sums[w])) o.sums[w] = std::nan("");
     omp_set_num_threads(saved);
-    ::unsetenv("CUMULUS_NO_AVX512");
+    take_loop(HostLoop::cpu);
     return o;
   }
 };
@@ -598,14 +597,20 @@ TEST(PairCoulLong, MixedPrecisionIsDoubleToFp32AndTheSameOverEveryListAndThreadC
   struct Path {
     const char* name;
     int threads;
-    bool half, generic;
+    bool half, generic, avx2;
   };
-  const Path paths[] = {{"generic, full list, 2 threads", 2, false, true}, {"generic, half list, 1 thread", 1, true, true},
-                        {"generic, half list, 2 threads", 2, true, true},  {"AVX2, full list, 2 threads", 2, false, false},
-                        {"AVX2, half list, 1 thread", 1, true, false},     {"AVX2, half list, 2 threads", 2, true, false}};
+  const Path paths[] = {{"generic, full list, 2 threads", 2, false, true, false},
+                        {"generic, half list, 1 thread", 1, true, true, false},
+                        {"generic, half list, 2 threads", 2, true, true, false},
+                        {"hand-written (AVX-512, else AVX2), full list, 2 threads", 2, false, false, false},
+                        {"hand-written (AVX-512, else AVX2), half list, 1 thread", 1, true, false, false},
+                        {"hand-written (AVX-512, else AVX2), half list, 2 threads", 2, true, false, false},
+                        {"AVX2 (CUMULUS_HOST_AVX2), full list, 2 threads", 2, false, false, true},
+                        {"AVX2 (CUMULUS_HOST_AVX2), half list, 1 thread", 1, true, false, true},
+                        {"AVX2 (CUMULUS_HOST_AVX2), half list, 2 threads", 2, true, false, true}};
   std::vector<MixedIons::Out> out;
   for (const Path& q : paths) {
-    out.push_back(m.run(ex, q.threads, q.half, q.generic));
+    out.push_back(m.run(ex, q.threads, q.half, q.generic, q.avx2));
     EXPECT_EQ(out.back().half, q.half) << q.name;
   }
   for (std::size_t r = 1; r < out.size(); ++r) {
@@ -724,8 +729,9 @@ TEST(PairCoulLong, TypesWithoutLjKeepTheGenericBits) {
       EXPECT_TRUE(same_bits(ref_sums, sv)) << "the nine sums";
   }
   const MixedIons::Out generic = m.run(ex, 2, false, true);
-  for (const Path q : {Path{2, false, HostLoop::cpu}, Path{1, true, HostLoop::cpu}, Path{2, true, HostLoop::cpu}}) {
-    const MixedIons::Out o = m.run(ex, q.threads, q.half, false);
+  for (const Path q : {Path{2, false, HostLoop::cpu}, Path{1, true, HostLoop::cpu}, Path{2, true, HostLoop::cpu},
+                       Path{2, false, HostLoop::avx2}, Path{1, true, HostLoop::avx2}}) {
+    const MixedIons::Out o = m.run(ex, q.threads, q.half, false, q.loop == HostLoop::avx2);
     for (int w = 0; w < 5; ++w)
       EXPECT_TRUE(same_bits(generic.w[w], o.w[w])) << "mixed, " << q.threads << " threads, " << (q.half ? "half" : "full")
                                                    << " list: array " << w;
@@ -779,10 +785,14 @@ TEST(PairCoulLong, ChunkBoundariesChangeNoBits) {
         EXPECT_TRUE(same_bits(whole, run_double(q))) << "double, chunks of " << chunk << ", " << loop_name(loop);
       }
       take_loop(HostLoop::cpu);
-      const MixedIons::Out o = m.run(ex, q.threads, q.half, false);
-      for (int w = 0; w < 5; ++w) EXPECT_TRUE(same_bits(mixed.w[w], o.w[w])) << "mixed, chunks of " << chunk << ": array " << w;
-      EXPECT_TRUE(same_bits(std::vector<double>(mixed.sums, mixed.sums + 9), std::vector<double>(o.sums, o.sums + 9)))
-          << "mixed, chunks of " << chunk << ": the nine sums";
+      for (bool avx2 : {false, true}) {
+        const MixedIons::Out o = m.run(ex, q.threads, q.half, false, avx2);
+        const char* loop = avx2 ? ", AVX2" : "";
+        for (int w = 0; w < 5; ++w)
+          EXPECT_TRUE(same_bits(mixed.w[w], o.w[w])) << "mixed, chunks of " << chunk << loop << ": array " << w;
+        EXPECT_TRUE(same_bits(std::vector<double>(mixed.sums, mixed.sums + 9), std::vector<double>(o.sums, o.sums + 9)))
+            << "mixed, chunks of " << chunk << loop << ": the nine sums";
+      }
     }
     ::unsetenv("CUMULUS_PAIR_CHUNK");
   }
@@ -860,7 +870,7 @@ TEST(PairCoulLong, FirstPassKeepsEveryPairWithinReach) {
     EXPECT_EQ(ref[0][static_cast<std::size_t>(2 * q)] != 0, inside) << "pair " << q;
   }
   // Mixed precision: the fp32 cutoff decides, the same filter keeps (the half list at one thread,
-  // the full list at two: both AVX2 loops against the generic ones).
+  // the full list at two: the hand-written loops, AVX-512 and AVX2, against the generic ones).
   CoulParams32 p32;
   p32.qqr2e = static_cast<float>(ions.p.qqr2e);
   p32.cut2 = static_cast<float>(ions.p.cut2);
@@ -873,12 +883,10 @@ TEST(PairCoulLong, FirstPassKeepsEveryPairWithinReach) {
   const LjTable32 lj32{c32.data(), 2};
   for (bool half : {true, false}) {
     std::vector<double> ref32[5];
-    for (bool generic : {true, false}) {
-      SCOPED_TRACE(testing::Message() << "mixed, " << (half ? "half" : "full") << " list, " << (generic ? "generic" : "AVX2"));
-      if (generic)
-        ::setenv("CUMULUS_NO_AVX512", "1", 1);
-      else
-        ::unsetenv("CUMULUS_NO_AVX512");
+    for (HostLoop loop : {HostLoop::generic, HostLoop::cpu, HostLoop::avx2}) {
+      SCOPED_TRACE(testing::Message() << "mixed, " << (half ? "half" : "full") << " list, " << loop_name(loop));
+      const bool generic = loop == HostLoop::generic;
+      take_loop(loop);
       const int saved = omp_get_max_threads();
       omp_set_num_threads(half ? 1 : 2);
       auto list = make_host_neighbor_list(ex);
@@ -895,7 +903,7 @@ TEST(PairCoulLong, FirstPassKeepsEveryPairWithinReach) {
       else
         coul_mixed_kernels::host_pass::coul_forces_mixed(ex, a, lj32, p32, mixed_rows(a.n));
       omp_set_num_threads(saved);
-      ::unsetenv("CUMULUS_NO_AVX512");
+      take_loop(HostLoop::cpu);
       const double* got[5] = {a.fx, a.fy, a.fz, a.pe, a.virial};
       for (int w = 0; w < 5; ++w) {
         const std::vector<double> v(got[w], got[w] + 2 * npairs);
