@@ -273,7 +273,7 @@ CUMULUS_AVX512_MIXED int mixed_chunk_avx512(int m, const int* nb, const Atoms& a
                                             bool energy, MixedChunk& c, int* bad) {
   namespace v16 = mixed_simd512;
   const bool several_types = lj.ntypes > 1;
-  const int mc = v16::filter_chunk(tb.filter, a, i, nb, m, several_types, c.j, c.type);
+  const int mc = pair_simd::filter_chunk16(tb.filter, a, i, nb, m, several_types, c.j, c.type);
   *bad = 0;
   if (mc == 0) return 0;
   // Padding to whole pairs of 16-lane groups: atom i itself beyond every cutoff (zero terms).
