@@ -139,6 +139,18 @@ bool mixed_simd() {
   return avx2 && !std::getenv("CUMULUS_NO_AVX512");
 }
 
+// The padding lanes' separations (atom i itself, beyond every cutoff: zero terms) and the kept
+// partners' special levels, for both hand-written loops.
+void pad_and_levels(const Atoms& a, float reach2, int mc, int mp, SpecialCursor& sc, MixedChunk& c) {
+  for (int k = mc; k < mp; ++k) {
+    c.dx[k] = c.dy[k] = c.dz[k] = c.qj[k] = 0;
+    c.r2[k] = 2 * reach2 + 1;
+  }
+  for (int k = 0; k < mp; ++k) c.level[k] = 0;
+  if (a.nspecial > 0)  // partners ascend in id: past i's last special partner, every level is 0
+    for (int k = 0; k < mc && !sc.exhausted(); ++k) c.level[k] = sc.level(a.id[c.j[k]]);
+}
+
 // GCC 12's AVX2 headers pass _mm256_undefined_pd() as the unused source of their gathers, which
 // -Wuninitialized reports once they inline here (a known header issue, as in the double loop's file).
 #pragma GCC diagnostic push
@@ -195,13 +207,7 @@ __attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const
       _mm_store_ps(c.qj + q, _mm256_cvtpd_ps(pos[3]));
     }
   }
-  for (int k = mc; k < mp; ++k) {
-    c.dx[k] = c.dy[k] = c.dz[k] = c.qj[k] = 0;
-    c.r2[k] = 2 * tb.reach2 + 1;
-  }
-  for (int k = 0; k < mp; ++k) c.level[k] = 0;
-  if (a.nspecial > 0)  // partners ascend in id: past i's last special partner, every level is 0
-    for (int k = 0; k < mc && !sc.exhausted(); ++k) c.level[k] = sc.level(a.id[c.j[k]]);
+  pad_and_levels(a, tb.reach2, mc, mp, sc, c);
   // (2) terms
   const __m256 qi = _mm256_set1_ps(static_cast<float>(a.q[i]));
   const bool one_type = lj.ntypes == 1, few_types = !one_type && lj.ntypes <= 8;
@@ -323,13 +329,7 @@ CUMULUS_AVX512_MIXED int mixed_chunk_avx512(int m, const int* nb, const Atoms& a
       _mm256_store_ps(c.qj + q, _mm512_cvtpd_ps(pos[3]));
     }
   }
-  for (int k = mc; k < mp; ++k) {
-    c.dx[k] = c.dy[k] = c.dz[k] = c.qj[k] = 0;
-    c.r2[k] = 2 * tb.reach2 + 1;
-  }
-  for (int k = 0; k < mp; ++k) c.level[k] = 0;
-  if (a.nspecial > 0)  // partners ascend in id: past i's last special partner, every level is 0
-    for (int k = 0; k < mc && !sc.exhausted(); ++k) c.level[k] = sc.level(a.id[c.j[k]]);
+  pad_and_levels(a, tb.reach2, mc, mp, sc, c);
   // The terms.
   const __m512 qi = _mm512_set1_ps(static_cast<float>(a.q[i]));
   const bool one_type = lj.ntypes == 1, few_types = !one_type && lj.ntypes <= 8;
