@@ -194,8 +194,9 @@ __attribute__((target("avx2"))) inline int filter_chunk(const Filter32& f, const
 
 // filter_chunk on 16 fp32 lanes (AVX-512F): the partners nb[0 .. m) that may be within f.reach2,
 // their indices (and with several_types their types) compacted into j and type in list order by
-// one compress each. The same fp32 arithmetic, so the same pairs kept. j and type need room for 16
-// entries past the last kept (the compressed vectors are stored whole).
+// one compress each. The same fp32 arithmetic, so the same pairs kept. The compressed vectors are
+// stored whole at the count kept so far, which is at most the entry they start at: the stores end
+// within m rounded up to 16 entries.
 __attribute__((target("avx512f"))) inline int filter_chunk16(const Filter32& f, const Atoms& a, int i, const int* nb, int m,
                                                               bool several_types, int* j, int* type) {
   __m512 ci[3], L[3], iL[3];

@@ -103,11 +103,10 @@ constexpr int kLanes = 8;
 // tests), set by coul_fast before any parallel region.
 int chunk_len = kChunk;
 struct alignas(64) CoulChunk {
-  // j and the AVX-512 loop's kept pairs have a vector's slack: that loop stores 8 lanes at the
-  // count kept so far, which may be kChunk - 1 (j's slack is 64 bytes, keeping the arrays after it
-  // aligned for whole-vector loads).
-  int j[kChunk + 2 * kLanes], level[kChunk], type[kChunk], line[kChunk];  // line: the table's interval (AVX2)
-  double dx[kChunk + kLanes], dy[kChunk + kLanes], dz[kChunk + kLanes], r2[kChunk + kLanes], qj[kChunk + kLanes];
+  // The AVX-512 loop stores whole vectors of 8 at the count kept so far, which is at most the
+  // entry the vector starts at (a multiple of 8 below kChunk): they end within the arrays.
+  int j[kChunk], level[kChunk], type[kChunk], line[kChunk];  // line: the table's interval (AVX2)
+  double dx[kChunk], dy[kChunk], dz[kChunk], r2[kChunk], qj[kChunk];  // the AVX-512 loop's kept pairs
   double tx[kChunk], ty[kChunk], tz[kChunk], te[kChunk], tv[kChunk];
   double f[kChunk], ev[kChunk], ec[kChunk], ek[kChunk];  // F / r and the three energies (AVX-512)
   double x[kChunk];  // the AVX2 loop's place in the table's interval
@@ -266,8 +265,8 @@ __attribute__((target("avx512f,avx512vl"))) int coul_chunk_avx512(int m, const i
       const __m512d r2 =
           _mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(dx, dx), _mm512_mul_pd(dy, dy)), _mm512_mul_pd(dz, dz));
       const __mmask8 keep = _mm512_mask_cmp_pd_mask(live, r2, reach2, _CMP_NGE_UQ);  // NaN kept
-      // Compressed in registers and stored whole (the lanes past the kept ones land in the arrays'
-      // slack and are overwritten or never read): a compressing store to memory is microcoded on
+      // Compressed in registers and stored whole (the lanes past the kept ones are overwritten or
+      // never read; see CoulChunk): a compressing store to memory is microcoded on
       // AMD Zen 4, about 65 % of this loop's time there (perf annotate, water case), where the
       // register form is a few cycles.
       _mm512_storeu_pd(c.dx + mc, _mm512_maskz_compress_pd(keep, dx));

@@ -115,7 +115,7 @@ bool use_avx512 = false;     // mixed_chunk_avx512 rather than mixed_chunk_avx2,
 // units (fixed_terms'), and per-partner flags when a term was out of range (filled only then, by
 // the scalar path).
 struct alignas(64) MixedChunk {
-  int j[kChunk + 16], level[kChunk], type[kChunk + 16];  // j, type: the AVX-512 first pass's slack
+  int j[kChunk], level[kChunk], type[kChunk];
   float dx[kChunk], dy[kChunk], dz[kChunk], r2[kChunk], qj[kChunk];
   std::int64_t f[3][kChunk], e[kChunk], v[kChunk];
   int bad[kChunk];

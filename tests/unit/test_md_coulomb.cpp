@@ -388,9 +388,14 @@ void take_loop(HostLoop l) {
   else
     ::unsetenv("CUMULUS_HOST_AVX2");
 }
+// Restores the CPU's loop when a test ends, however it ends (a failed ASSERT returns early).
+struct RestoreLoop {
+  ~RestoreLoop() { take_loop(HostLoop::cpu); }
+};
 }  // namespace
 
 TEST(PairCoulLong, TabulatedLoopsGiveCoulPairsBits) {
+  const RestoreLoop restore;
   Exec ex;
   IonChains ions(ex);
   const int n = IonChains::n;
@@ -575,6 +580,7 @@ bool same_bits(const std::vector<double>& x, const std::vector<double>& y) {
 }  // namespace
 
 TEST(PairCoulLong, MixedPrecisionIsDoubleToFp32AndTheSameOverEveryListAndThreadCount) {
+  const RestoreLoop restore;
   Exec ex;
   MixedIons m(ex);
   const int n = IonChains::n;
@@ -676,6 +682,7 @@ TEST(PairCoulLong, MixedPrecisionIsDoubleToFp32AndTheSameOverEveryListAndThreadC
 // bits, in double (full list, and half list at 1 and 2 threads; forces, and the nine thermo sums
 // from the loops' terms) and in mixed precision.
 TEST(PairCoulLong, TypesWithoutLjKeepTheGenericBits) {
+  const RestoreLoop restore;
   Exec ex;
   MixedIons m(ex);
   for (std::size_t t : {1, 2, 3}) {  // type 1 against either type; type 0 keeps its own LJ
@@ -743,6 +750,7 @@ TEST(PairCoulLong, TypesWithoutLjKeepTheGenericBits) {
 // list at 2 threads, half list at 1 and 2: the special partners' cursor, the stored rows and the
 // thermo sums across chunks) and in mixed precision (full and half lists).
 TEST(PairCoulLong, ChunkBoundariesChangeNoBits) {
+  const RestoreLoop restore;
   Exec ex;
   MixedIons m(ex);
   struct Path {
@@ -804,6 +812,7 @@ TEST(PairCoulLong, ChunkBoundariesChangeNoBits) {
 // 1e-12 to 1e-3 A inside the reach (8 A) and as far outside, in a 1,000 A box: the hand-written
 // loops give the generic loops' bits, and each pair inside has its terms.
 TEST(PairCoulLong, FirstPassKeepsEveryPairWithinReach) {
+  const RestoreLoop restore;
   Exec ex;
   IonChains ions(ex);  // its parameters; the atoms are replaced
   const double box[3] = {1000.0, 1000.0, 1000.0};
@@ -926,18 +935,20 @@ TEST(PairCoulLong, FirstPassKeepsEveryPairWithinReach) {
 // both atoms' forces and energies NaN on every path (and no other atom's), so that the health check
 // stops the run naming them, and the sums NaN.
 TEST(PairCoulLong, MixedPrecisionMarksAPairOutOfRangeNaN) {
+  const RestoreLoop restore;
   Exec ex;
   MixedIons m(ex);
   const int i = 0, j = 6;  // same type, different chains (no special pair)
   for (int d = 0; d < 3; ++d) m.ions.atoms.hx(d)[j] = m.ions.atoms.hx(d)[i] + (d == 0 ? 0.05 : 0.0);
   m.ions.atoms.store.upload();
-  for (bool generic : {true, false})
+  for (HostLoop loop : kHostLoops)
     for (int threads : {1, 2})
       for (bool half : {false, true}) {
+        const bool generic = loop == HostLoop::generic;
         if (!half && threads == 1) continue;
-        SCOPED_TRACE(std::string(generic ? "generic" : "AVX2") + (half ? ", half list, " : ", full list, ") +
+        SCOPED_TRACE(std::string(loop_name(loop)) + (half ? ", half list, " : ", full list, ") +
                      std::to_string(threads) + " thread(s)");
-        const MixedIons::Out o = m.run(ex, threads, half, generic);
+        const MixedIons::Out o = m.run(ex, threads, half, generic, loop == HostLoop::avx2);
         int nan = 0;
         for (int a = 0; a < IonChains::n; ++a)
           if (std::isnan(o.w[0][static_cast<std::size_t>(a)])) {
