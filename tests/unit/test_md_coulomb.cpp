@@ -510,6 +510,7 @@ struct MixedIons {
   CoulParams32 p32;
   std::vector<float> table32;
   std::vector<LjCoefficients32> c32;
+  int ntypes = 2;  // c32's types (ntypes x ntypes entries)
   explicit MixedIons(const Exec& ex) : ions(ex) {
     p32.qqr2e = static_cast<float>(ions.p.qqr2e);
     p32.cut2 = static_cast<float>(ions.p.cut2);
@@ -550,7 +551,7 @@ struct MixedIons {
     omp_set_num_threads(threads);
     std::unique_ptr<NeighborList> list;
     Atoms a = listed(ex, half, list);
-    const LjTable32 lj32{c32.data(), 2};
+    const LjTable32 lj32{c32.data(), ntypes};
     Out o;
     o.half = list->half();
     std::vector<std::int64_t> scratch;
@@ -959,6 +960,48 @@ TEST(PairCoulLong, MixedPrecisionMarksAPairOutOfRangeNaN) {
         EXPECT_TRUE(std::isnan(o.w[3][static_cast<std::size_t>(i)]) && std::isnan(o.w[3][static_cast<std::size_t>(j)]));
         EXPECT_TRUE(std::isnan(o.sums[6]));
       }
+}
+
+// Mixed precision over one atom type (the loops' LJ coefficients as constants) and over ten (more
+// than the 8 the loops pick by a permute: gathered): every loop the CPU can run gives the generic
+// loop's bits; and ten types that repeat the two types' coefficients (type t has type t % 2's)
+// give the two types' bits.
+TEST(PairCoulLong, MixedLoopsOverOneAndTenTypes) {
+  const RestoreLoop restore;
+  Exec ex;
+  MixedIons m(ex);
+  const int n = IonChains::n;
+  const std::vector<LjCoefficients32> c2 = m.c32;
+  std::vector<int> types(m.ions.atoms.htype(), m.ions.atoms.htype() + n);
+  auto all_loops_agree = [&](const char* what) {
+    std::vector<MixedIons::Out> out;
+    for (HostLoop loop : {HostLoop::generic, HostLoop::cpu, HostLoop::avx2})
+      for (bool half : {false, true}) {
+        out.push_back(m.run(ex, 2, half, loop == HostLoop::generic, loop == HostLoop::avx2));
+        for (int w = 0; w < 5; ++w)
+          EXPECT_TRUE(same_bits(out[0].w[w], out.back().w[w]))
+              << what << ", " << loop_name(loop) << (half ? ", half list" : ", full list") << ": array " << w;
+      }
+    return out[0];
+  };
+  const MixedIons::Out two = m.run(ex, 2, false, true);
+  // Ten types.
+  m.ntypes = 10;
+  m.c32.assign(100, LjCoefficients32{});
+  for (int ti = 0; ti < 10; ++ti)
+    for (int tj = 0; tj < 10; ++tj) m.c32[static_cast<std::size_t>(ti * 10 + tj)] = c2[static_cast<std::size_t>((ti % 2) * 2 + tj % 2)];
+  for (int a = 0; a < n; ++a) m.ions.atoms.htype()[a] = types[static_cast<std::size_t>(a)] + 2 * (a % 5);
+  m.ions.atoms.store.upload();
+  const MixedIons::Out ten = all_loops_agree("ten types");
+  for (int w = 0; w < 5; ++w) EXPECT_TRUE(same_bits(two.w[w], ten.w[w])) << "ten types against two: array " << w;
+  // One type (type 0's coefficients for every pair).
+  m.ntypes = 1;
+  m.c32.assign(1, c2[0]);
+  for (int a = 0; a < n; ++a) m.ions.atoms.htype()[a] = 0;
+  m.ions.atoms.store.upload();
+  all_loops_agree("one type");
+  for (int a = 0; a < n; ++a) m.ions.atoms.htype()[a] = types[static_cast<std::size_t>(a)];
+  m.ions.atoms.store.upload();
 }
 
 // A data file's Pair Coeffs become the LJ pairs of types the job leaves alone; the job's
