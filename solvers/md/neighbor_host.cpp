@@ -332,7 +332,7 @@ class HostNeighborList : public NeighborList {
           // Rows of bins along x, (2 reach + 1) bins each, contiguous in the bin-sorted arrays
           // unless they cross the periodic boundary (then up to three segments, each with its
           // shift); rows whose y-z extent is beyond reach of the atom are skipped.
-          const double wy = box[1] / nb3[1], wz = box[2] / nb3[2];
+          const double wy = box[1] / nb3[1], wz = box[2] / nb3[2], inv_wx = nb3[0] / box[0];
           auto gap = [](double lo, double hi, double x) { return x < lo ? lo - x : (x > hi ? x - hi : 0.0); };
           // Branch-free compaction: every candidate is written, and the count advances by one
           // for a hit (a quarter of them: a branch on it would be mispredicted often).
@@ -354,6 +354,15 @@ class HostNeighborList : public NeighborList {
               double shy;
               const int by = wrap_bin(b1 + dy, 1, &shy);
               const std::size_t row = (static_cast<std::size_t>(bz) * nb3[1] + by) * nb3[0];
+              // The row's bins within reach along x: those the atom's chord of the sphere at this
+              // row's y-z gap meets (widened by a millionth of the reach, far above the rounding of
+              // the bounds: the scan's own test decides, so the same list). Rigid SPC/E at 12 A:
+              // 1,790 candidates an atom against 2,520 for whole rows, the pairs' pass 6 % faster.
+              // (Finer bins, reach 3 or 4, scan fewer still but were slower: each row segment
+              // costs about as much as 60 candidates.)
+              const double half_chord = std::sqrt(rl2 - gz * gz - gy * gy) + 1e-6 * rl;
+              const int lo = std::clamp(static_cast<int>(std::floor((xi - half_chord) * inv_wx)), b0 - reach, b0);
+              const int hi = std::clamp(static_cast<int>(std::floor((xi + half_chord) * inv_wx)), b0, b0 + reach);
               if (half && !own_i) {
                 // A ghost's slot keeps owned partners only: bins without an owned atom (most of
                 // its stencil: the block's bins hold its owned atoms, the rest ghosts) are skipped.
@@ -362,9 +371,9 @@ class HostNeighborList : public NeighborList {
                 // candidates; the same hits, and the list is put in id order below).
                 int k0 = 0, k1 = 0;
                 double sh0 = 0;
-                for (int dx = -reach; dx <= reach; ++dx) {
+                for (int bx = lo; bx <= hi; ++bx) {
                   double shx;
-                  const std::size_t b = row + static_cast<std::size_t>(wrap_bin(b0 + dx, 0, &shx));
+                  const std::size_t b = row + static_cast<std::size_t>(wrap_bin(bx, 0, &shx));
                   if (!(has_owned[b] && bin_max_rank[b] > slot)) continue;
                   if (k1 > k0 && count[b] == k1 && shx == sh0) {
                     k1 = count[b + 1];
@@ -376,12 +385,12 @@ class HostNeighborList : public NeighborList {
                 if (k1 > k0) scan(k0, k1, sh0, shy, shz);
                 continue;
               }
-              const int lo = b0 - reach, hi = b0 + reach, n0 = nb3[0];
+              const int n0 = nb3[0];
               if (half) {
                 int top = -1;
-                for (int dx = -reach; dx <= reach; ++dx) {
+                for (int bx = lo; bx <= hi; ++bx) {
                   double shx;
-                  top = std::max(top, bin_max_rank[row + static_cast<std::size_t>(wrap_bin(b0 + dx, 0, &shx))]);
+                  top = std::max(top, bin_max_rank[row + static_cast<std::size_t>(wrap_bin(bx, 0, &shx))]);
                 }
                 if (top <= slot) continue;
               }
