@@ -153,12 +153,17 @@ PmeResult PmeT<R>::compute(const PmeAtoms& a) {
   // copies of their own (pme_spread_private) while the copies stay small (64 MiB in all).
   const std::size_t cells = static_cast<std::size_t>(charge_.allocated().volume());
   const int threads = max_host_threads();
-  const bool private_grids = !exec_.is_cuda() && threads > 1 && cells * sizeof(std::int64_t) * threads <= (std::size_t{64} << 20);
+  // The host computes each atom's splines once for the spreading and the interpolation both.
+  const bool private_grids =
+      !exec_.is_cuda() && (threads == 1 || cells * sizeof(std::int64_t) * threads <= (std::size_t{64} << 20));
   const bool atomic = exec_.is_cuda() || threads > 1;
   std::int64_t outside = 0;
+  const bool splines = private_grids && pme_kernels::host_pass::pme_host_splines();
   if (private_grids) {
+    if (splines) pme_kernels::host_pass::pme_splines<R>(a, stencil_, splines_);
     ScopedTimer timer("md.pme_spread");
-    outside = pme_kernels::host_pass::pme_spread_private<R>(a, stencil_, q, cells, scale_, spread_scratch_);
+    outside = pme_kernels::host_pass::pme_spread_private<R>(a, stencil_, splines ? &splines_ : nullptr, q, cells, scale_,
+                                                            spread_scratch_);
     if (a.outside_into) *a.outside_into = outside;  // host memory: the host backend's
   } else {
     outside = CUMULUS_KERNEL(exec_, pme_kernels, pme_spread<R>)(exec_, a, stencil_, q, scale_, atomic, a.outside_into);
@@ -190,7 +195,10 @@ PmeResult PmeT<R>::compute(const PmeAtoms& a) {
   halo_->exchange(grid_);  // the plan's 8-byte elements hold an R
   PmeAtoms at = a;
   at.virial_per_energy = r.energy != 0 ? (r.virial[0] + r.virial[1] + r.virial[2]) / r.energy : 0.0;
-  CUMULUS_KERNEL(exec_, pme_kernels, pme_forces<R>)(exec_, at, stencil_, grid_.view());
+  if (splines)
+    pme_kernels::host_pass::pme_forces_splines<R>(exec_, at, stencil_, splines_, grid_.view());
+  else
+    CUMULUS_KERNEL(exec_, pme_kernels, pme_forces<R>)(exec_, at, stencil_, grid_.view());
   return r;
 }
 

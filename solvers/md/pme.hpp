@@ -95,6 +95,7 @@ class PmeT : public PmeSolver {
   std::unique_ptr<HaloExchange> halo_;  // the fixed-point charges and the R potential grid
   Field<std::int64_t> charge_;  // fixed point, interior and ghost layers
   std::vector<std::int64_t> spread_scratch_;  // the host threads' copies of it (pme_spread_private)
+  PmeSplines<R> splines_;                     // the host's splines of the evaluation (pme_splines)
   Field<R> grid_;               // the charges as R, then the convolved potential
   Buffer<FftComplex<R>> spectrum_;
   Buffer<double> bmod_[3];

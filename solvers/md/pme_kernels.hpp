@@ -47,6 +47,17 @@ struct PmeStencil {
   int lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
 };
 
+// The host's B-spline stencils of one evaluation (pme_splines), for the spreading and the
+// interpolation both: per atom its stencil's first points along x, y, z and whether the stencil
+// lies inside this rank's grid (k0: 4 ints an atom), its weights theta[3][order] and their
+// derivatives (w: 6 order values an atom). Host memory.
+template <class R>
+struct PmeSplines {
+  int order = 0;
+  std::vector<int> k0;
+  std::vector<R> w;
+};
+
 // The reciprocal-space sums of one evaluation, each exact (core/exact_sum.hpp) in units of 2^-60:
 // energy, then the virial tensor xx, yy, zz, xy, xz, yz.
 struct PmeSums {
@@ -83,10 +94,18 @@ using PmeSpectral = PmeSpectralT<double>;
 // each atom's force from the convolved grid (ghosts filled), added into f. R (every kernel's
 // template argument, double or float): the precision of the splines, the grid, the spectrum and
 // the interpolation; positions, the stencil's placement, forces and sums stay fp64.
-// pme_spread_private (host, several threads): pme_spread without atomics: each thread deposits into
-// its own copy of the grid (`cells`: the grid's allocated cells; `scratch` holds the copies), and
-// the copies are added into `grid` (integers: the same bits as the atomic path). An atomic add of
-// 64 bits costs about 20 cycles on the x86 machines measured; a plain one 1.
+// The host's kernels take the splines computed once an evaluation (pme_splines: each atom's
+// stencil and weights, both precisions, 16 atoms at a time in vectors; about 60 % of the
+// spreading's and the interpolation's time when each computed its own, scalar, per axis):
+// pme_spread_private: pme_spread without atomics: at several threads each deposits into its own
+// copy of the grid (`cells`: the grid's allocated cells; `scratch` holds the copies), and the
+// copies are added into `grid` (integers: the same bits as the atomic path); one thread deposits
+// into the grid itself. An atomic add of 64 bits costs about 20 cycles on the x86 machines
+// measured; a plain one 1 (sp null: each atom's stencil computed as it deposits, CUDA's way).
+// pme_forces_splines: pme_forces from the splines. The same weights, the same operations in the
+// same order, as the kernels that compute their own (CUDA's). pme_host_splines: whether the host
+// takes the splines' path (where it has AVX2, not with CUMULUS_NO_AVX512 in the environment: then
+// CUDA's kernel bodies, which the tests compare it with).
 #define CUMULUS_PME_KERNELS                                                                           \
   template <class R>                                                                                  \
   std::int64_t pme_spread(const Exec& ex, const PmeAtoms& a, const PmeStencil& st, const View<std::int64_t>& grid, \
@@ -102,9 +121,16 @@ using PmeSpectral = PmeSpectralT<double>;
   void pme_convolve(const Exec& ex, const StridedView<FftComplex<R>>& s, const Box& box, const PmeSpectralT<R>& sp); \
   template <class R>                                                                                  \
   void pme_forces(const Exec& ex, const PmeAtoms& a, const PmeStencil& st, const View<R>& phi);        \
+  bool pme_host_splines();                                                                            \
   template <class R>                                                                                  \
-  std::int64_t pme_spread_private(const PmeAtoms& a, const PmeStencil& st, const View<std::int64_t>& grid, \
-                                  std::size_t cells, double scale, std::vector<std::int64_t>& scratch);
+  void pme_splines(const PmeAtoms& a, const PmeStencil& st, PmeSplines<R>& sp);                        \
+  template <class R>                                                                                  \
+  std::int64_t pme_spread_private(const PmeAtoms& a, const PmeStencil& st, const PmeSplines<R>* sp,    \
+                                  const View<std::int64_t>& grid, std::size_t cells, double scale,     \
+                                  std::vector<std::int64_t>& scratch);                                 \
+  template <class R>                                                                                  \
+  void pme_forces_splines(const Exec& ex, const PmeAtoms& a, const PmeStencil& st, const PmeSplines<R>& sp, \
+                          const View<R>& phi);
 CUMULUS_DECLARE_KERNEL_PASSES(pme_kernels, CUMULUS_PME_KERNELS)
 #undef CUMULUS_PME_KERNELS
 

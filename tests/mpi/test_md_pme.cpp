@@ -260,10 +260,12 @@ TEST(Pme, SameBitsAtAnyRankCount) {
   }
 }
 
-// The host's hand-written spread (AVX2: each row's first 4 deposits rounded by adding 1.5 2^52) puts
-// the same integers on the grid as the generic loop's llrint (CUMULUS_NO_AVX512 takes it), so the
-// same bits, at each order the host unrolls and in both precisions. Where the CPU lacks AVX2 both
-// runs take the generic loop.
+// The host's hand-written path (every atom's splines computed once, 16 atoms at a time in vectors,
+// for the spreading and the interpolation both; the spread in AVX2, each row's first 4 deposits
+// rounded by adding 1.5 2^52) puts the same integers on the grid and gives the same forces as
+// CUDA's kernel bodies, which compute each atom's splines where they use them, with llrint
+// (CUMULUS_NO_AVX512 takes them): the same bits, at each order the host unrolls and in both
+// precisions. Where the CPU lacks AVX2 both runs take CUDA's bodies.
 TEST(Pme, HandWrittenSpreadGivesTheGenericBits) {
   const Charges c = random_charges(200, {12.0, 13.0, 14.0}, 23);
   for (int order : {4, 5, 6})
