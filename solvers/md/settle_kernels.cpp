@@ -11,6 +11,14 @@ namespace cumulus::md {
 namespace settle_kernels::CUMULUS_PASS {
 
 namespace {
+// A molecule's positions and velocities are solved once, by its leader: the member of smallest
+// local index (owned, as the loops' atom is: owned atoms come first), which writes the changes of
+// every owned member. Each member once solved it all and kept its own third: three times the work
+// for the same values (the solve reads the same inputs, whichever member runs it).
+CUMULUS_HD inline int settle_leader(int la, int lb, int lc) {
+  const int m = la < lb ? la : lb;
+  return m < lc ? m : lc;
+}
 CUMULUS_HD inline void rel(const double* x, const double* y, const double* z, int i, int j, const double* box, double d[3]) {
   d[0] = minimum_image(x[i] - x[j], box[0]);
   d[1] = minimum_image(y[i] - y[j], box[1]);
@@ -25,10 +33,16 @@ std::int64_t settle_displacements(const Exec& ex, const Atoms& a, const Topology
                                   const double* rx, const double* ry, const double* rz, double* dx, double* dy, double* dz, std::int64_t* into) {
   return reduce_into(ex, "md.settle", Box(0, 0, 0, t.nown, 1, 1), std::numeric_limits<std::int64_t>::max(), MinOp{},
                 [=] CUMULUS_HD(int i, int, int) -> std::int64_t {
-                  dx[i] = dy[i] = dz[i] = 0;
                   const int la = t.settle_atom[i];
-                  if (la < 0) return std::numeric_limits<std::int64_t>::max();
+                  if (la < 0) {
+                    dx[i] = dy[i] = dz[i] = 0;
+                    return std::numeric_limits<std::int64_t>::max();
+                  }
                   const int lb = t.settle_atom[t.nown + i], lc = t.settle_atom[2 * t.nown + i];
+                  if (i != settle_leader(la, lb, lc)) return std::numeric_limits<std::int64_t>::max();
+                  const int member[3] = {la, lb, lc};
+                  for (int m : member)
+                    if (m < t.nown) dx[m] = dy[m] = dz[m] = 0;
                   double b0[3], c0[3], b1[3], c1[3], dA[3], dB[3], dC[3];
                   rel(rx, ry, rz, lb, la, a.box, b0);
                   rel(rx, ry, rz, lc, la, a.box, c0);
@@ -37,10 +51,14 @@ std::int64_t settle_displacements(const Exec& ex, const Atoms& a, const Topology
                   const double mo = a.mass[a.type[la]], mh = a.mass[a.type[lb]];
                   if (!settle_positions_term(g[t.settle_type[i]], mo, mh, b0, c0, b1, c1, dA, dB, dC))
                     return a.id[la];
-                  const double* d = i == la ? dA : (i == lb ? dB : dC);
-                  dx[i] = d[0];
-                  dy[i] = d[1];
-                  dz[i] = d[2];
+                  const double* const d[3] = {dA, dB, dC};
+                  for (int k = 0; k < 3; ++k) {
+                    const int m = member[k];
+                    if (m >= t.nown) continue;  // a ghost: its owner's rank solves it
+                    dx[m] = d[k][0];
+                    dy[m] = d[k][1];
+                    dz[m] = d[k][2];
+                  }
                   return std::numeric_limits<std::int64_t>::max();
                 }, into);
 }
@@ -57,7 +75,7 @@ void settle_apply_positions(const Exec& ex, const Atoms& a, const double* dx, co
       x[k][i] = wrap(x[k][i] + d[k], a.box[k], im[k][i]);
       v[k][i] += d[k] * inv_dt;
     }
-  });
+  }, 8);  // weight: 9 arrays an atom (a water box's atoms share the threads rather than take one)
 }
 
 // Every owned atom's velocity change under its molecule's velocity constraints, and its third of
@@ -66,11 +84,14 @@ void settle_apply_positions(const Exec& ex, const Atoms& a, const double* dx, co
 void settle_velocity_changes(const Exec& ex, const Atoms& a, const TopologyView& t, double* dx, double* dy, double* dz,
                              double* virial, double two_over_dt, double centripetal, bool accumulate) {
   for_each(ex, "md.settle_velocities", Box(0, 0, 0, t.nown, 1, 1), [=] CUMULUS_HD(int i, int, int) {
-    dx[i] = dy[i] = dz[i] = 0;
-    if (!accumulate) virial[i] = 0;
     const int la = t.settle_atom[i];
-    if (la < 0) return;
+    if (la < 0) {
+      dx[i] = dy[i] = dz[i] = 0;
+      if (!accumulate) virial[i] = 0;
+      return;
+    }
     const int lb = t.settle_atom[t.nown + i], lc = t.settle_atom[2 * t.nown + i];
+    if (i != settle_leader(la, lb, lc)) return;
     double dab[3], dac[3], dbc[3], uab[3], uac[3], ubc[3], dvA[3], dvB[3], dvC[3];
     rel(a.x, a.y, a.z, lb, la, a.box, dab);
     rel(a.x, a.y, a.z, lc, la, a.box, dac);
@@ -86,11 +107,16 @@ void settle_velocity_changes(const Exec& ex, const Atoms& a, const TopologyView&
     ubc[2] = a.vz[lc] - a.vz[lb];
     const double mo = a.mass[a.type[la]], mh = a.mass[a.type[lb]];
     const double w = settle_velocities_term(mo, mh, dab, dac, dbc, uab, uac, ubc, dvA, dvB, dvC, centripetal);
-    const double* d = i == la ? dvA : (i == lb ? dvB : dvC);
-    dx[i] = d[0];
-    dy[i] = d[1];
-    dz[i] = d[2];
-    virial[i] += w * two_over_dt * (1.0 / 3);
+    const int member[3] = {la, lb, lc};
+    const double* const d[3] = {dvA, dvB, dvC};
+    for (int k = 0; k < 3; ++k) {
+      const int m = member[k];
+      if (m >= t.nown) continue;  // a ghost: its owner's rank solves it
+      dx[m] = d[k][0];
+      dy[m] = d[k][1];
+      dz[m] = d[k][2];
+      virial[m] = (accumulate ? virial[m] : 0.0) + w * two_over_dt * (1.0 / 3);
+    }
   }, 64);  // weight: a molecule's velocity solve per atom (the threads share the atoms: for_each)
 }
 
@@ -99,7 +125,7 @@ void settle_apply_velocities(const Exec& ex, const Atoms& a, const double* dx, c
     a.vx[i] += dx[i];
     a.vy[i] += dy[i];
     a.vz[i] += dz[i];
-  });
+  }, 8);  // weight: as settle_apply_positions's
 }
 
 ExactSum settle_sum(const Exec& ex, const double* v, int n, int e) {
