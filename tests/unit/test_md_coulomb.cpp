@@ -574,9 +574,14 @@ struct MixedIons {
     return o;
   }
 };
-// Arrays equal bit for bit (NaN equal to NaN).
+// Arrays equal bit for bit (NaN equal to NaN: the references are checked with all_finite).
 bool same_bits(const std::vector<double>& x, const std::vector<double>& y) {
   return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(double)) == 0;
+}
+// No NaN or infinity (a sum that overflowed its fixed point is NaN in MixedIons::Out): a reference
+// that same_bits compares with must be one, or two runs failing alike would pass.
+bool all_finite(const std::vector<double>& x) {
+  return std::all_of(x.begin(), x.end(), [](double v) { return std::isfinite(v); });
 }
 }  // namespace
 
@@ -737,6 +742,8 @@ TEST(PairCoulLong, TypesWithoutLjKeepTheGenericBits) {
       EXPECT_TRUE(same_bits(ref_sums, sv)) << "the nine sums";
   }
   const MixedIons::Out generic = m.run(ex, 2, false, true);
+  for (int w = 0; w < 5; ++w) EXPECT_TRUE(all_finite(generic.w[w])) << "mixed, generic: array " << w;
+  EXPECT_TRUE(all_finite(std::vector<double>(generic.sums, generic.sums + 9))) << "mixed, generic: the nine sums";
   for (const Path q : {Path{2, false, HostLoop::cpu}, Path{1, true, HostLoop::cpu}, Path{2, true, HostLoop::cpu},
                        Path{2, false, HostLoop::avx2}, Path{1, true, HostLoop::avx2}}) {
     const MixedIons::Out o = m.run(ex, q.threads, q.half, false, q.loop == HostLoop::avx2);
@@ -787,6 +794,9 @@ TEST(PairCoulLong, ChunkBoundariesChangeNoBits) {
     ::unsetenv("CUMULUS_PAIR_CHUNK");
     const std::vector<double> whole = run_double(q);
     const MixedIons::Out mixed = m.run(ex, q.threads, q.half, false);
+    EXPECT_TRUE(all_finite(whole)) << "double";
+    for (int w = 0; w < 5; ++w) EXPECT_TRUE(all_finite(mixed.w[w])) << "mixed: array " << w;
+    EXPECT_TRUE(all_finite(std::vector<double>(mixed.sums, mixed.sums + 9))) << "mixed: the nine sums";
     for (const char* chunk : {"16", "48"}) {
       ::setenv("CUMULUS_PAIR_CHUNK", chunk, 1);
       for (HostLoop loop : {HostLoop::cpu, HostLoop::avx2}) {
