@@ -53,6 +53,12 @@ class ForceTerm {
   // there (fixed::kRow), for the solver to add each ghost's row into its owner's and store them.
   // Each rank then computes half of the pairs it shares with another, not all of them.
   virtual bool fills_fixed_rows() const { return false; }
+  // Whether compute() gives the same bits whichever of a pair's two atoms' slots of the host's half
+  // list holds it: order-free sums and pair terms exactly antisymmetric (the separation's
+  // rounding, the minimum image and the fixed point round symmetrically; the energies and levels
+  // are the pair's). The host builder then lists the pairs of owned atoms by a spatial half
+  // stencil (NeighborList::allow_either_slot).
+  virtual bool either_slot() const { return order_free_sums(); }
   // Whether compute() on `ex`'s backend needs each atom's partners in ascending global id (the
   // lists' default): sums made in list order (double), or a loop that walks an atom's special
   // partners as a cursor alongside its list (the host's hand-written loops). A term that answers

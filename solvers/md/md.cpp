@@ -127,6 +127,7 @@ class MdModel : public Model {
     list_ = kernel_build ? make_kernel_neighbor_list(ctx_.exec, np_ == 1) : make_host_neighbor_list(ctx_.exec);
     list_->keep_host_copy(s_.rdf_every > 0);
     list_->allow_threaded_half(pair_->threaded_half());
+    list_->allow_either_slot(pair_->either_slot());
     // Partners in id order only where the pair term's loops need it (double precision's sums in list
     // order; the host's hand-written mixed Coulomb loops, which walk the specials as a cursor)
     list_->set_id_order(pair_->needs_id_order(ctx_.exec));

@@ -33,13 +33,22 @@ struct Atoms {
   static constexpr int kMaxSpecial = 32;
   const std::int64_t* special[kMaxSpecial] = {};
   int nspecial = 0;
+  // The host's mixed-precision pair loops: each special partner's local index,
+  // special_local[k * nlocal + i] (-1: unused, or not on this rank), host memory, set by the pair
+  // term once a list build (list_build: the list's builds so far). Null: the loops find the
+  // special partners by their ids.
+  const int* special_local = nullptr;
+  long list_build = 0;
   const std::int64_t* start = nullptr;  // CSR neighbour list: atom i's neighbours are
   const int* neighbors = nullptr;       // neighbors[start[i] .. start[i + 1])
   int n = 0;
   int nlocal = 0;  // owned atoms and ghosts (the partners' indices are below it)
   // Half list (host, one thread): slot s holds atom order[s] (owned and ghosts in ascending global
   // id) and its neighbours of larger id in neighbors[start[s] .. start[s + 1]) (a ghost's: owned
-  // atoms only). Full list otherwise: slot i is owned atom i, every neighbour listed.
+  // atoms only), in ascending id; for a force term that takes a pair in either atom's slot
+  // (ForceTerm::either_slot) and no ghost slots, an owned atom's owned neighbours in the forward
+  // half of its stencil instead (NeighborList::allow_either_slot). Full list otherwise: slot i is
+  // owned atom i, every neighbour listed.
   bool half = false;
   const int* order = nullptr;
   int nslots = 0;

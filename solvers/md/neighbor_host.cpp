@@ -42,12 +42,14 @@ void sort_by_id(const std::vector<std::int64_t>& ids, std::vector<int>& order) {
 
 namespace {
 // One atom's list candidates among n binned atoms (a row of bins): the ranks (in id order) of those
-// within rl of it, not itself, of rank >= min_rank and local index < max_local, appended to out;
-// returns how many. Flags first, in a loop the compiler vectorises (compiled for AVX-512, AVX2
-// and the baseline, chosen at run time), then a branch-free compaction.
+// within rl of it, not itself, and either of local index < free_local or of rank >= min_rank and
+// local index in [min_local, max_local), appended to out; returns how many. Flags first, in a loop
+// the compiler vectorises (compiled for AVX-512, AVX2 and the baseline, chosen at run time), then a
+// branch-free compaction.
 struct ScanQuery {
   double x, y, z, shx, shy, shz, rl2;
   int self_rank, min_rank, max_local;
+  int free_local = 0, min_local = 0;
 };
 __attribute__((target_clones("avx2", "default"))) int scan_candidates_auto(
     const ScanQuery& q, int n, const double* x, const double* y, const double* z, const int* rank, const int* local,
@@ -59,9 +61,9 @@ __attribute__((target_clones("avx2", "default"))) int scan_candidates_auto(
     const int m = n - k0 < kChunk ? n - k0 : kChunk;
     for (int k = 0; k < m; ++k) {
       const double dx = (q.x - x[k0 + k]) + q.shx, dy = (q.y - y[k0 + k]) + q.shy, dz = (q.z - z[k0 + k]) + q.shz;
-      const int r = rank[k0 + k];
+      const int r = rank[k0 + k], l = local[k0 + k];
       flag[k] = static_cast<unsigned char>((dx * dx + dy * dy + dz * dz < q.rl2) & (r != q.self_rank) &
-                                           (r >= q.min_rank) & (local[k0 + k] < q.max_local));
+                                           ((l < q.free_local) | ((r >= q.min_rank) & (l >= q.min_local) & (l < q.max_local))));
     }
     for (int k = 0; k < m; ++k) {
       out[count] = rank[k0 + k];
@@ -82,7 +84,8 @@ __attribute__((target("avx512f"))) int scan_candidates_avx512(
   const __m512d sx = _mm512_set1_pd(q.shx), sy = _mm512_set1_pd(q.shy), sz = _mm512_set1_pd(q.shz);
   const __m512d rl2 = _mm512_set1_pd(q.rl2);
   const __m512i self = _mm512_set1_epi32(q.self_rank), lo = _mm512_set1_epi32(q.min_rank),
-                hi = _mm512_set1_epi32(q.max_local);
+                hi = _mm512_set1_epi32(q.max_local), free = _mm512_set1_epi32(q.free_local),
+                min_local = _mm512_set1_epi32(q.min_local);
   int count = 0;
   for (int k = 0; k < n; k += 8) {
     const __mmask8 live = n - k >= 8 ? __mmask8(0xFF) : __mmask8((1u << (n - k)) - 1u);
@@ -93,8 +96,9 @@ __attribute__((target("avx512f"))) int scan_candidates_avx512(
     const __mmask16 near = _mm512_mask_cmp_pd_mask(live, r2, rl2, _CMP_LT_OQ);
     const __m512i r = _mm512_maskz_loadu_epi32(live, rank + k);
     const __m512i l = _mm512_maskz_loadu_epi32(live, local + k);
-    const __mmask16 keep = _mm512_mask_cmpneq_epi32_mask(near, r, self) & _mm512_cmpge_epi32_mask(r, lo) &
-                           _mm512_cmplt_epi32_mask(l, hi);
+    const __mmask16 keep = _mm512_mask_cmpneq_epi32_mask(near, r, self) &
+                           (_mm512_cmplt_epi32_mask(l, free) |
+                            (_mm512_cmpge_epi32_mask(r, lo) & _mm512_cmpge_epi32_mask(l, min_local) & _mm512_cmplt_epi32_mask(l, hi)));
     _mm512_storeu_si512(out + count, _mm512_maskz_compress_epi32(keep, r));
     count += __builtin_popcount(static_cast<unsigned>(keep));
   }
@@ -124,7 +128,8 @@ __attribute__((target("avx2"))) int scan_candidates_avx2(const ScanQuery& q, int
   const __m256d sx = _mm256_set1_pd(q.shx), sy = _mm256_set1_pd(q.shy), sz = _mm256_set1_pd(q.shz);
   const __m256d rl2 = _mm256_set1_pd(q.rl2);
   const __m256i self = _mm256_set1_epi32(q.self_rank), lo = _mm256_set1_epi32(q.min_rank - 1),
-                hi = _mm256_set1_epi32(q.max_local);
+                hi = _mm256_set1_epi32(q.max_local), free = _mm256_set1_epi32(q.free_local),
+                min_local = _mm256_set1_epi32(q.min_local - 1);
   int count = 0, k = 0;
   for (; k + 8 <= n; k += 8) {
     int near = 0;
@@ -138,9 +143,11 @@ __attribute__((target("avx2"))) int scan_candidates_avx2(const ScanQuery& q, int
     }
     const __m256i r = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rank + k));
     const __m256i l = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(local + k));
-    // rank != self, rank >= min_rank (rank > min_rank - 1), local < max_local
-    const __m256i ok = _mm256_andnot_si256(_mm256_cmpeq_epi32(r, self),
-                                           _mm256_and_si256(_mm256_cmpgt_epi32(r, lo), _mm256_cmpgt_epi32(hi, l)));
+    // rank != self, and local < free_local or rank >= min_rank (rank > min_rank - 1), local >=
+    // min_local (> min_local - 1) and local < max_local
+    const __m256i in_range = _mm256_and_si256(_mm256_and_si256(_mm256_cmpgt_epi32(r, lo), _mm256_cmpgt_epi32(l, min_local)),
+                                              _mm256_cmpgt_epi32(hi, l));
+    const __m256i ok = _mm256_andnot_si256(_mm256_cmpeq_epi32(r, self), _mm256_or_si256(_mm256_cmpgt_epi32(free, l), in_range));
     const int keep = near & _mm256_movemask_ps(_mm256_castsi256_ps(ok));
     const __m256i packed = _mm256_permutevar8x32_epi32(r, _mm256_load_si256(reinterpret_cast<const __m256i*>(table.idx[keep])));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + count), packed);
@@ -150,9 +157,10 @@ __attribute__((target("avx2"))) int scan_candidates_avx2(const ScanQuery& q, int
   // more than these few candidates: rows of a few dozen atoms end in one such rest).
   for (; k < n; ++k) {
     const double dx = (q.x - x[k]) + q.shx, dy = (q.y - y[k]) + q.shy, dz = (q.z - z[k]) + q.shz;
-    const int r = rank[k];
+    const int r = rank[k], l = local[k];
     out[count] = r;
-    count += (dx * dx + dy * dy + dz * dz < q.rl2) & (r != q.self_rank) & (r >= q.min_rank) & (local[k] < q.max_local);
+    count += (dx * dx + dy * dy + dz * dz < q.rl2) & (r != q.self_rank) &
+             ((l < q.free_local) | ((r >= q.min_rank) & (l >= q.min_local) & (l < q.max_local)));
   }
   return count;
 }
@@ -210,6 +218,8 @@ class HostNeighborList : public NeighborList {
     };
     std::vector<int> count, bins;
     std::vector<unsigned char> has_owned;  // per bin: holds an owned atom (ghost slots scan only those)
+    std::vector<unsigned char> has_ghost;  // per bin: holds a ghost (the spatial half list's backward bins)
+    std::vector<int> pos_of;               // each local atom's place in bin order
     std::vector<int> bin_max_rank;         // per bin: the largest id rank of its atoms
     std::vector<double> sx, sy, sz;
     std::vector<int> srank;
@@ -226,14 +236,17 @@ class HostNeighborList : public NeighborList {
                 list_bin(lx[1][static_cast<std::size_t>(i)], 1)) * nb3[0] + list_bin(lx[0][static_cast<std::size_t>(i)], 0);
       };
       has_owned.assign(nb, 0);
+      has_ghost.assign(nb, 0);
       for (int i = 0; i < nlocal; ++i) {
         const std::size_t b = bin_of(i);
         ++count[b + 1];
-        if (i < n_own) has_owned[b] = 1;
+        (i < n_own ? has_owned : has_ghost)[b] = 1;
       }
       for (std::size_t b = 0; b < nb; ++b) count[b + 1] += count[b];
       std::vector<int> fill(count.begin(), count.end() - 1);
       for (int i = 0; i < nlocal; ++i) bins[static_cast<std::size_t>(fill[bin_of(i)]++)] = i;
+      pos_of.resize(static_cast<std::size_t>(nlocal));
+      for (int k = 0; k < nlocal; ++k) pos_of[static_cast<std::size_t>(bins[static_cast<std::size_t>(k)])] = k;
       // Coordinates and ids in bin order: the candidate scan below streams through them.
       sx.resize(static_cast<std::size_t>(nlocal));
       sy.resize(static_cast<std::size_t>(nlocal));
@@ -273,6 +286,13 @@ class HostNeighborList : public NeighborList {
     for (auto& p : part) p.clear();
     std::vector<std::int64_t> counts_per_atom(static_cast<std::size_t>(nslots), 0);
     const bool half = half_, ghost_slots = ghost_slots_;
+    // A spatial half list where the force term takes a pair in either atom's slot (either_slot_:
+    // order-free sums, antisymmetric pair terms) and no slot is a ghost's: the pairs of owned atoms
+    // from the forward half of each atom's stencil only (rows above it in z, or in y within its
+    // z-plane, and along its own row the atoms after it in bin order), each pair once, half the
+    // candidates; a ghost partner, from anywhere, when its id is the larger (the rule across ranks:
+    // the smaller id's owner computes the pair). Slots stay in rank order, partners in id order.
+    const bool spatial = half && either_slot_ && (!ghost_slots || nlocal == n_own) && !brute;
     const int nown = n_own;
     std::vector<double> entries(static_cast<std::size_t>(nthreads), 0.0);
     // An exception may not leave an OpenMP region (std::terminate): a thread's (a failed
@@ -337,9 +357,19 @@ class HostNeighborList : public NeighborList {
           // Branch-free compaction: every candidate is written, and the count advances by one
           // for a hit (a quarter of them: a branch on it would be mispredicted often).
           const int self_rank = idrank[static_cast<std::size_t>(i)];
-          auto scan = [&](int k0, int k1, double shx, double shy, double shz) {
+          // keep: the slot's rule (rank), or the spatial half list's: owned partners and ghosts of
+          // larger id (forward), ghosts of larger id only (backward).
+          enum class Keep { rank, forward, backward };
+          auto scan = [&](int k0, int k1, double shx, double shy, double shz, Keep keep = Keep::rank) {
+            if (k1 <= k0) return;
             if (ncand + (k1 - k0) + 16 > cand.size()) cand.resize(2 * (ncand + (k1 - k0)) + 16);
-            const ScanQuery q{xi, yi, zi, shx, shy, shz, rl2, self_rank, min_rank, max_local};
+            ScanQuery q{xi, yi, zi, shx, shy, shz, rl2, self_rank, min_rank, max_local};
+            if (keep != Keep::rank) {
+              q.min_rank = slot + 1;
+              q.max_local = nlocal;
+              q.free_local = keep == Keep::forward ? nown : 0;
+              q.min_local = keep == Keep::forward ? 0 : nown;
+            }
             ncand += static_cast<std::size_t>(scan_candidates(q, k1 - k0, psx + k0, psy + k0, psz + k0, prank + k0,
                                                               plocal + k0, cand.data() + ncand));
           };
@@ -386,6 +416,36 @@ class HostNeighborList : public NeighborList {
                 continue;
               }
               const int n0 = nb3[0];
+              if (spatial) {
+                // Whether a bin of the row within reach holds a ghost of larger id (a backward
+                // part's only partners).
+                auto ghost_above = [&](int b_lo, int b_hi) {
+                  if (nlocal == nown) return false;
+                  for (int bx = b_lo; bx <= b_hi; ++bx) {
+                    double shx;
+                    const std::size_t b = row + static_cast<std::size_t>(wrap_bin(bx, 0, &shx));
+                    if (has_ghost[b] && bin_max_rank[b] > slot) return true;
+                  }
+                  return false;
+                };
+                if (dz == 0 && dy == 0) {  // the atom's own row: forward past it in bin order
+                  const int at = pos_of[static_cast<std::size_t>(i)];
+                  scan(at + 1, count[row + std::min(hi, n0 - 1) + 1], 0.0, shy, shz, Keep::forward);
+                  if (hi >= n0) scan(count[row], count[row + hi - n0 + 1], -box[0], shy, shz, Keep::forward);
+                  if (ghost_above(lo, b0)) {
+                    scan(count[row + std::max(lo, 0)], at, 0.0, shy, shz, Keep::backward);
+                    if (lo < 0) scan(count[row + n0 + lo], count[row + n0], box[0], shy, shz, Keep::backward);
+                  }
+                  continue;
+                }
+                const bool forward = dz > 0 || (dz == 0 && dy > 0);
+                if (!forward && !ghost_above(lo, hi)) continue;
+                const Keep keep = forward ? Keep::forward : Keep::backward;
+                if (lo < 0) scan(count[row + n0 + lo], count[row + n0], box[0], shy, shz, keep);
+                scan(count[row + std::max(lo, 0)], count[row + std::min(hi, n0 - 1) + 1], 0.0, shy, shz, keep);
+                if (hi >= n0) scan(count[row], count[row + hi - n0 + 1], -box[0], shy, shz, keep);
+                continue;
+              }
               if (half) {
                 int top = -1;
                 for (int bx = lo; bx <= hi; ++bx) {

@@ -42,6 +42,11 @@ class NeighborList {
   // Whether the host builder may make a half list at more than one thread: the force term takes
   // one (ForceTerm::threaded_half: order-free sums, or the one-thread order kept).
   void allow_threaded_half(bool allow) { threaded_half_ = allow; }
+  // Whether the force term takes a pair in either of its atoms' slots (ForceTerm::either_slot:
+  // order-free sums and antisymmetric pair terms): the host builder's half list, where no slot is
+  // a ghost's, then holds the pairs of owned atoms by a spatial half stencil (half the
+  // candidates) rather than in the slot of the smaller id. Partners stay in id order.
+  void allow_either_slot(bool allow) { either_slot_ = allow; }
   // Whether a half list at several ranks gives ghosts slots (the default): a ghost's slot holds
   // the pairs whose ghost has the smaller id, which its owner's rank also computes (for its own
   // atom). Without them (the host builder; a force term that hands its ghosts' shares back to
@@ -65,6 +70,7 @@ class NeighborList {
   explicit NeighborList(const Exec& ex) : ex_(&ex) {}
   const Exec* ex_;
   bool half_ = false, keep_host_ = false, threaded_half_ = false, ghost_slots_ = true, id_order_ = true;
+  bool either_slot_ = false;
   int nslots_ = 0;
   double pairs_ = 0;
   long builds_ = 0;

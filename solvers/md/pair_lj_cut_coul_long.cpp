@@ -133,9 +133,9 @@ class CoulLong : public ForceTerm {
     sums_fresh_ = false;
     if (mixed_) {
       if (a.half)
-        coul_mixed_kernels::host_pass::coul_forces_half_mixed(a, table32(), p32_, scratch_);
+        coul_mixed_kernels::host_pass::coul_forces_half_mixed(with_special_local(ex, a), table32(), p32_, scratch_);
       else
-        CUMULUS_KERNEL(ex, coul_mixed_kernels, coul_forces_mixed)(ex, a, table32(), p32_, rows(ex, a.n));
+        CUMULUS_KERNEL(ex, coul_mixed_kernels, coul_forces_mixed)(ex, with_special_local(ex, a), table32(), p32_, rows(ex, a.n));
       return;
     }
     if (a.half)
@@ -184,7 +184,7 @@ class CoulLong : public ForceTerm {
     ScopedTimer timer("md.coul_sum");
     ExactSum s[9];
     if (mixed_ && a.half)
-      coul_mixed_kernels::host_pass::coul_sums_half_mixed(a, table32(), p32_, kExp, s);
+      coul_mixed_kernels::host_pass::coul_sums_half_mixed(with_special_local(ex, a), table32(), p32_, kExp, s);
     else if (mixed_)
       for (int w = 0; w < 9; ++w) s[w] = CUMULUS_KERNEL(ex, coul_mixed_kernels, coul_sum_mixed)(ex, a, table32(), p32_, w, kExp);
     else if (a.half)
@@ -215,6 +215,45 @@ class CoulLong : public ForceTerm {
   Buffer<LjCoefficients32> table32_;
   Buffer<float> coul_table32_;
   mutable std::vector<std::int64_t> scratch_;  // coul_forces_half_mixed's per-thread arrays
+  // The host's mixed loops find each atom's special partners among its kept partners by local
+  // index (Atoms::special_local): resolved once a list build (the local indices change only then),
+  // through a map from id to local index that is never cleared (an entry is checked against the
+  // id, as bonded_kernels.cpp's map_ids).
+  mutable std::vector<int> special_local_, special_map_;
+  mutable long special_build_ = -1;
+  mutable int special_nlocal_ = -1;
+  mutable const std::int64_t* special_ids_ = nullptr;
+  Atoms with_special_local(const Exec& ex, const Atoms& a) const {
+    if (ex.is_cuda() || a.nspecial == 0 || a.nlocal == 0) return a;
+    if (a.list_build != special_build_ || a.nlocal != special_nlocal_ || a.id != special_ids_) {
+      const std::size_t nl = static_cast<std::size_t>(a.nlocal);
+      std::int64_t top = 0;
+      for (std::size_t i = 0; i < nl; ++i) top = std::max(top, a.id[i]);
+      // ids far sparser than the atoms (a data file's own numbering): the loops search by id
+      if (top > std::max<std::int64_t>(16 * static_cast<std::int64_t>(nl), std::int64_t{1} << 24)) return a;
+      if (special_map_.size() < static_cast<std::size_t>(top) + 1) special_map_.assign(static_cast<std::size_t>(top) + 1, -1);
+      // Ghosts first, then the owned atoms: an owned atom is found as itself should a ghost copy of
+      // it be here too.
+      for (std::size_t i = static_cast<std::size_t>(a.n); i < nl; ++i) special_map_[static_cast<std::size_t>(a.id[i])] = static_cast<int>(i);
+      for (std::size_t i = 0; i < static_cast<std::size_t>(a.n) && i < nl; ++i)
+        special_map_[static_cast<std::size_t>(a.id[i])] = static_cast<int>(i);
+      special_local_.assign(static_cast<std::size_t>(a.nspecial) * nl, -1);
+      for (int k = 0; k < a.nspecial; ++k)
+        for (std::size_t i = 0; i < nl; ++i) {
+          const std::int64_t v = a.special[k][i];
+          if (v < 0 || (v >> 2) > top) continue;
+          const int m = special_map_[static_cast<std::size_t>(v >> 2)];
+          if (m >= 0 && static_cast<std::size_t>(m) < nl && a.id[m] == (v >> 2))
+            special_local_[static_cast<std::size_t>(k) * nl + i] = m;
+        }
+      special_build_ = a.list_build;
+      special_nlocal_ = a.nlocal;
+      special_ids_ = a.id;
+    }
+    Atoms b = a;
+    b.special_local = special_local_.data();
+    return b;
+  }
   // coul_forces_mixed's rows (fixed::kRow integers an owned atom, backend memory), grown as needed
   mutable Buffer<std::int64_t> rows_;
   std::int64_t* rows(const Exec& ex, int n) const {

@@ -107,7 +107,6 @@ CUMULUS_HD inline FixedTerms fixed_terms(const MixedPair& m, bool energy) {
 // are the next step), and the tests check its bits wherever they run.
 namespace {
 using pair_simd::rows4;
-using pair_simd::SpecialCursor;
 constexpr int kChunk = 256;  // a multiple of 16; 256 rather than 64: see the double loop's kChunk
 int chunk_len = kChunk;      // this force call's (pair_simd::chunk_entries), set by pack_filter
 bool use_avx512 = false;     // mixed_chunk_avx512 rather than mixed_chunk_avx2, set by pack_filter
@@ -140,15 +139,39 @@ bool mixed_simd() {
 }
 
 // The padding lanes' separations (atom i itself, beyond every cutoff: zero terms) and the kept
-// partners' special levels, for both hand-written loops.
-void pad_and_levels(const Atoms& a, float reach2, int mc, int mp, SpecialCursor& sc, MixedChunk& c) {
+// partners' special levels, for both hand-written loops: each of i's few special partners found
+// among the kept ones by its local index (Atoms::special_local: a compare over the chunk, which the
+// compiler vectorises), or else by its id (a binary search: the kept partners ascend in id). A
+// cursor walked along the chunk (the double loops' SpecialCursor) ran until it passed i's last
+// special partner: most of a list whose partners' ids start below i's (the spatial half list's,
+// NeighborList::allow_either_slot), about 5 % of a step.
+__attribute__((always_inline)) inline void pad_and_levels(const Atoms& a, int i, float reach2, int mc, int mp, MixedChunk& c) {
   for (int k = mc; k < mp; ++k) {
     c.dx[k] = c.dy[k] = c.dz[k] = c.qj[k] = 0;
     c.r2[k] = 2 * reach2 + 1;
   }
   for (int k = 0; k < mp; ++k) c.level[k] = 0;
-  if (a.nspecial > 0)  // partners ascend in id: past i's last special partner, every level is 0
-    for (int k = 0; k < mc && !sc.exhausted(); ++k) c.level[k] = sc.level(a.id[c.j[k]]);
+  for (int s = 0; s < a.nspecial; ++s) {
+    const std::int64_t v = a.special[s][i];
+    if (v < 0) continue;
+    const int level = static_cast<int>(v & 3);
+    if (a.special_local) {
+      const int l = a.special_local[static_cast<std::size_t>(s) * static_cast<std::size_t>(a.nlocal) + static_cast<std::size_t>(i)];
+      if (l < 0) continue;  // not on this rank: not a partner here
+      for (int k = 0; k < mc; ++k) c.level[k] = c.j[k] == l ? level : c.level[k];
+      continue;
+    }
+    const std::int64_t id = v >> 2;
+    int lo = 0, hi = mc;  // the first kept partner of id >= the special partner's
+    while (lo < hi) {
+      const int mid = (lo + hi) / 2;
+      if (a.id[c.j[mid]] < id)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    if (lo < mc && a.id[c.j[lo]] == id) c.level[lo] = level;
+  }
 }
 
 // GCC 12's AVX2 headers pass _mm256_undefined_pd() as the unused source of their gathers, which
@@ -167,7 +190,7 @@ void pad_and_levels(const Atoms& a, float reach2, int mc, int mp, SpecialCursor&
 // of 8 lanes costs about as much as 8 loads on the Zen 3 this was measured on).
 __attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const Atoms& a, const double* xyzq,
                                                       const LjTable32& lj, const CoulParams32& p, const mixed_simd::Tables& tb,
-                                                      int i, SpecialCursor& sc, bool energy, MixedChunk& c, int* bad) {
+                                                      int i, bool energy, MixedChunk& c, int* bad) {
   using namespace mixed_simd;
   // (1) which entries may be within reach, in fp32 (pair_simd::pack_filter32: fp32 positions, a
   // threshold widened by their errors): their partners and types compacted in list order.
@@ -207,7 +230,7 @@ __attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const
       _mm_store_ps(c.qj + q, _mm256_cvtpd_ps(pos[3]));
     }
   }
-  pad_and_levels(a, tb.reach2, mc, mp, sc, c);
+  pad_and_levels(a, i, tb.reach2, mc, mp, c);
   // (2) terms
   const __m256 qi = _mm256_set1_ps(static_cast<float>(a.q[i]));
   const bool one_type = lj.ntypes == 1, few_types = !one_type && lj.ntypes <= 8;
@@ -276,7 +299,7 @@ __attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const
 // against 92 and measured 5 % slower on Zen 4). The same operations in the same order per lane, so
 // the same bits.
 CUMULUS_AVX512_MIXED int mixed_chunk_avx512(int m, const int* nb, const Atoms& a, const double* xyzq, const LjTable32& lj,
-                                            const CoulParams32& p, const mixed_simd::Tables& tb, int i, SpecialCursor& sc,
+                                            const CoulParams32& p, const mixed_simd::Tables& tb, int i,
                                             bool energy, MixedChunk& c, int* bad) {
   namespace v16 = mixed_simd512;
   const bool several_types = lj.ntypes > 1;
@@ -330,7 +353,7 @@ CUMULUS_AVX512_MIXED int mixed_chunk_avx512(int m, const int* nb, const Atoms& a
       _mm256_store_ps(c.qj + q, _mm512_cvtpd_ps(pos[3]));
     }
   }
-  pad_and_levels(a, tb.reach2, mc, mp, sc, c);
+  pad_and_levels(a, i, tb.reach2, mc, mp, c);
   // The terms.
   const __m512 qi = _mm512_set1_ps(static_cast<float>(a.q[i]));
   const bool one_type = lj.ntypes == 1, few_types = !one_type && lj.ntypes <= 8;
@@ -412,12 +435,11 @@ int chunk_scalar(int m, const Atoms& a, const LjTable32& lj, const CoulParams32&
 template <class Add>
 void mixed_pairs(const Atoms& a, const double* xyzq, const LjTable32& lj, const CoulParams32& p, const mixed_simd::Tables& tb, int i,
                  const int* nb, std::int64_t n, MixedChunk& c, Add add) {
-  SpecialCursor sc{&a, i};
   for (std::int64_t k0 = 0; k0 < n; k0 += chunk_len) {
     const int len = static_cast<int>(n - k0 < chunk_len ? n - k0 : chunk_len);
     int bad = 0;
-    const int kept = use_avx512 ? mixed_chunk_avx512(len, nb + k0, a, xyzq, lj, p, tb, i, sc, a.energy, c, &bad)
-                                : mixed_chunk_avx2(len, nb + k0, a, xyzq, lj, p, tb, i, sc, a.energy, c, &bad);
+    const int kept = use_avx512 ? mixed_chunk_avx512(len, nb + k0, a, xyzq, lj, p, tb, i, a.energy, c, &bad)
+                                : mixed_chunk_avx2(len, nb + k0, a, xyzq, lj, p, tb, i, a.energy, c, &bad);
     if (bad) bad = chunk_scalar(kept, a, lj, p, i, a.energy, c);
     add(c, kept, bad);
   }

@@ -526,9 +526,10 @@ struct MixedIons {
   }
   // The ions' list (built for the current OpenMP thread count; `half`: the threaded half list
   // allowed) into `list`, and the atoms' view over it, energies wanted.
-  Atoms listed(const Exec& ex, bool half, std::unique_ptr<NeighborList>& list) {
+  Atoms listed(const Exec& ex, bool half, std::unique_ptr<NeighborList>& list, bool either_slot = false) {
     list = make_host_neighbor_list(ex);
     list->allow_threaded_half(half);
+    list->allow_either_slot(either_slot);
     ions.atoms.fit_scratch(ions.atoms.nown());
     list->build(ions.atoms, ions.box, 8.5);
     ions.atoms.fit_scratch(list->half() ? ions.atoms.nlocal() : ions.atoms.nown());
@@ -544,13 +545,28 @@ struct MixedIons {
     bool half = false;
   };
   // generic: the generic loops; else the hand-written one for the CPU (AVX-512, else AVX2), or with
-  // avx2 the AVX2 one.
-  Out run(const Exec& ex, int threads, bool half, bool generic, bool avx2 = false) {
+  // avx2 the AVX2 one. either_slot: the spatial half list (NeighborList::allow_either_slot);
+  // by_local: the special partners given by local index (Atoms::special_local, found here by brute
+  // force), as the pair term gives them.
+  Out run(const Exec& ex, int threads, bool half, bool generic, bool avx2 = false, bool either_slot = false,
+          bool by_local = false) {
     take_loop(generic ? HostLoop::generic : (avx2 ? HostLoop::avx2 : HostLoop::cpu));
     const int saved = omp_get_max_threads();
     omp_set_num_threads(threads);
     std::unique_ptr<NeighborList> list;
-    Atoms a = listed(ex, half, list);
+    Atoms a = listed(ex, half, list, either_slot);
+    std::vector<int> special_local;
+    if (by_local) {
+      special_local.assign(static_cast<std::size_t>(a.nspecial) * static_cast<std::size_t>(a.nlocal), -1);
+      for (int k = 0; k < a.nspecial; ++k)
+        for (int i = 0; i < a.nlocal; ++i) {
+          const std::int64_t v = a.special[k][i];
+          if (v < 0) continue;
+          for (int j = 0; j < a.nlocal; ++j)
+            if (a.id[j] == v >> 2) special_local[static_cast<std::size_t>(k) * static_cast<std::size_t>(a.nlocal) + static_cast<std::size_t>(i)] = j;
+        }
+      a.special_local = special_local.data();
+    }
     const LjTable32 lj32{c32.data(), ntypes};
     Out o;
     o.half = list->half();
@@ -751,6 +767,33 @@ TEST(PairCoulLong, TypesWithoutLjKeepTheGenericBits) {
       EXPECT_TRUE(same_bits(generic.w[w], o.w[w])) << "mixed, " << q.threads << " threads, " << (q.half ? "half" : "full")
                                                    << " list: array " << w;
   }
+}
+
+// The mixed-precision loops take a pair in either atom's slot of the half list: the spatial half
+// list (each pair of owned atoms from the forward half of one atom's stencil, the host builder's
+// for an order-free term) gives the generic full list's bits, with the special partners found by id
+// (a binary search among the kept partners) or by local index (Atoms::special_local), at 1 and 2
+// threads, in every hand-written loop the CPU runs. The chains' atoms are each other's special
+// partners (levels 1-3, factors 0 to 0.5): a level missed or misplaced changes the forces.
+TEST(PairCoulLong, MixedLoopsTakeEitherSlotAndFindSpecialsByLocalIndex) {
+  const RestoreLoop restore;
+  Exec ex;
+  MixedIons m(ex);
+  ASSERT_GT(m.ions.atoms.nown(), 0);
+  const MixedIons::Out generic = m.run(ex, 2, false, true);
+  for (int w = 0; w < 5; ++w) ASSERT_TRUE(all_finite(generic.w[w])) << "array " << w;
+  for (int threads : {1, 2})
+    for (bool either : {false, true})
+      for (bool by_local : {false, true})
+        for (HostLoop loop : {HostLoop::cpu, HostLoop::avx2}) {
+          SCOPED_TRACE(testing::Message() << threads << " threads, " << (either ? "spatial" : "id-ranked") << " half list, specials by "
+                                          << (by_local ? "local index" : "id") << ", " << loop_name(loop));
+          const MixedIons::Out o = m.run(ex, threads, true, false, loop == HostLoop::avx2, either, by_local);
+          ASSERT_TRUE(o.half);
+          for (int w = 0; w < 5; ++w) EXPECT_TRUE(same_bits(generic.w[w], o.w[w])) << "array " << w;
+          EXPECT_TRUE(same_bits(std::vector<double>(generic.sums, generic.sums + 9), std::vector<double>(o.sums, o.sums + 9)))
+              << "the nine sums";
+        }
 }
 
 // The hand-written loops take a row's list entries in chunks (256; these rows hold 50-200): chunks

@@ -248,6 +248,68 @@ TEST_P(NeighborListTest, HostHalfListHoldsEachPairOnce) {
   EXPECT_EQ(list->pairs(), static_cast<double>(entries(ref)));  // full-list entries, not pairs
 }
 
+// The host builder for a force term that takes a pair in either atom's slot (allow_either_slot),
+// without ghost slots (Newton's third law across ranks), at 1 and 2 threads: a pair of owned atoms
+// exactly once, in either atom's slot (the spatial half stencil's choice); a pair with a ghost
+// exactly once, in the owned atom's slot, when the ghost's id is the larger (the other rank lists
+// it otherwise); ghosts' slots empty; each slot's partners ascending in id. Without ghosts the
+// ghost slots are moot and it is the same list with them.
+TEST_P(NeighborListTest, HostSpatialHalfListHoldsEachPairOnce) {
+  const Case c = GetParam();
+  Exec ex;
+  MdAtoms atoms(ex, {1.0});
+  load(atoms, random_points(c, 14), c.nown, ex);
+  const int nown = atoms.nown(), nlocal = atoms.nlocal();
+  std::set<std::pair<std::int64_t, std::int64_t>> want;  // (smaller id, larger id)
+  for (int i = 0; i < nown; ++i)
+    for (int j = 0; j < nlocal; ++j) {
+      if (j == i || distance2(atoms, i, j, c.box) >= c.reach * c.reach) continue;
+      const std::int64_t a = atoms.hid()[i], b = atoms.hid()[j];
+      if (j < nown || a < b) want.insert({std::min(a, b), std::max(a, b)});
+    }
+  ASSERT_FALSE(want.empty());
+  for (int t : {1, 2})
+    for (bool ghost_slots : {false, true}) {
+      if (ghost_slots && c.nghost > 0) continue;
+      SCOPED_TRACE(::testing::Message() << t << " threads" << (ghost_slots ? ", ghost slots" : ""));
+      Threads threads(t);
+      auto list = make_host_neighbor_list(ex);
+      list->allow_threaded_half(true);
+      list->allow_either_slot(true);
+      list->set_ghost_slots(ghost_slots);
+      list->build(atoms, c.box, c.reach);
+      ASSERT_TRUE(list->half());
+      const HostList h = copy_list(*list, nlocal, ex);
+      std::set<std::pair<std::int64_t, std::int64_t>> got;
+      std::size_t listed = 0;
+      for (int s = 0; s < list->nslots(); ++s) {
+        const int i = h.order[static_cast<std::size_t>(s)];
+        ASSERT_TRUE(i >= 0 && i < nlocal);
+        if (s > 0) {
+          EXPECT_LT(atoms.hid()[h.order[static_cast<std::size_t>(s) - 1]], atoms.hid()[i]) << "slot " << s;
+        }
+        const std::int64_t k0 = h.start[static_cast<std::size_t>(s)], k1 = h.start[static_cast<std::size_t>(s) + 1];
+        if (i >= nown) {
+          EXPECT_EQ(k1, k0) << "ghost slot " << s << " holds pairs";
+        }
+        std::int64_t last = -1;
+        for (std::int64_t k = k0; k < k1; ++k) {
+          const int j = h.nbr[static_cast<std::size_t>(k)];
+          ASSERT_TRUE(j >= 0 && j < nlocal && j != i);
+          const std::int64_t a = atoms.hid()[i], b = atoms.hid()[j];
+          EXPECT_GT(b, last) << "slot " << s << ": partners not ascending in id";
+          last = b;
+          EXPECT_LT(distance2(atoms, i, j, c.box), c.reach * c.reach);
+          EXPECT_TRUE(j < nown || a < b) << "slot " << s << " lists a ghost of smaller id";
+          EXPECT_TRUE(got.insert({std::min(a, b), std::max(a, b)}).second) << "a pair listed twice";
+          ++listed;
+        }
+      }
+      EXPECT_EQ(got, want);
+      EXPECT_EQ(list->pairs(), 2.0 * static_cast<double>(listed));
+    }
+}
+
 // The kernel builder (host backend), atoms left in place: the brute-force list, ghosts included.
 TEST_P(NeighborListTest, KernelListIsTheBruteForceList) {
   const Case c = GetParam();
