@@ -285,7 +285,7 @@ class HostNeighborList : public NeighborList {
     part.resize(static_cast<std::size_t>(nthreads));
     for (auto& p : part) p.clear();
     std::vector<std::int64_t> counts_per_atom(static_cast<std::size_t>(nslots), 0);
-    const bool half = half_, ghost_slots = ghost_slots_;
+    const bool half = half_, ghost_slots = ghost_slots_, id_order = id_order_;
     // A spatial half list where the force term takes a pair in either atom's slot (either_slot_:
     // order-free sums, antisymmetric pair terms) and no slot is a ghost's: the pairs of owned atoms
     // from the forward half of each atom's stencil only (rows above it in z, or in y within its
@@ -461,17 +461,21 @@ class HostNeighborList : public NeighborList {
           }
         }
         // Ascending global id: the force on an atom sums its pairs in the same order at any rank
-        // count and whenever the list was built (a restart rebuilds it elsewhere in time).
+        // count and whenever the list was built (a restart rebuilds it elsewhere in time). A
+        // force term whose sums do not depend on the order (set_id_order) takes them in the
+        // order the scan found them: the ordering was a third of a build.
         if (ncand > 0) {
           const auto first = cand.begin(), last = cand.begin() + static_cast<std::ptrdiff_t>(ncand);
-          const int lo = *std::min_element(first, last), hi = *std::max_element(first, last);
-          const int w0 = lo >> 6, w1 = hi >> 6;
           // Written in place (no push_back: its capacity check per entry was measurable).
           const std::size_t base = mine.size();
           mine.resize(base + ncand);
           int* out = mine.data() + base;
           const int* const rank_to_local = by_rank.data();
-          if (w1 - w0 < 4 * static_cast<int>(ncand)) {
+          const int lo = id_order ? *std::min_element(first, last) : 0, hi = id_order ? *std::max_element(first, last) : 0;
+          const int w0 = lo >> 6, w1 = hi >> 6;
+          if (!id_order) {
+            for (auto it = first; it != last; ++it) *out++ = rank_to_local[*it];
+          } else if (w1 - w0 < 4 * static_cast<int>(ncand)) {
             std::uint64_t* const bm = bitmap.data();
             for (auto it = first; it != last; ++it) bm[*it >> 6] |= std::uint64_t{1} << (*it & 63);
             for (int w = w0; w <= w1; ++w) {

@@ -54,10 +54,9 @@ class NeighborList {
   // the one that owns its smaller-id atom.
   void set_ghost_slots(bool keep) { ghost_slots_ = keep; }
   bool ghost_slots() const { return ghost_slots_; }
-  // Whether each atom's partners are put in ascending global id (the default, and always so by the
-  // host builder). The kernel builder without it leaves them in the order its bins hand them over
-  // (deterministic, but not the host's): for force terms whose sums do not depend on the order
-  // (ForceTerm::needs_id_order).
+  // Whether each atom's partners are put in ascending global id (the default). The builders without
+  // it leave them in the order their bins hand them over (deterministic, but not the same for
+  // both): for force terms whose sums do not depend on the order (ForceTerm::needs_id_order).
   void set_id_order(bool on) { id_order_ = on; }
   bool id_order() const { return id_order_; }
   // A host copy of the list for host-side computes (the RDF), kept when asked for.

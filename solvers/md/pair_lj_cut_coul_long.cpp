@@ -103,9 +103,9 @@ class CoulLong : public ForceTerm {
   bool order_free_sums() const override { return mixed_; }
   // The half-list loop in mixed precision fills Atoms::fixed_rows when given them.
   bool fills_fixed_rows() const override { return mixed_; }
-  // Mixed: fixed-point sums, and CUDA's loops look each partner's special level up by search
-  // (special_level); the host's hand-written loops walk the specials as a cursor (SpecialCursor).
-  bool needs_id_order(const Exec& ex) const override { return !(mixed_ && ex.is_cuda()); }
+  // Mixed: fixed-point sums, and the loops find each partner's special level by search: by id on
+  // CUDA (special_level), by local index in the host's hand-written loops (with_special_local).
+  bool needs_id_order(const Exec& /*ex*/) const override { return !mixed_; }
   // Double: the tabulated half list keeps the one-thread order at any thread count, its rows
   // beyond the first thread's replayed in turn (coul_forces_half); that replay is serial, so past 4
   // threads the full list (each pair twice, no replay) is expected to be faster (a cost model:

@@ -141,9 +141,10 @@ bool mixed_simd() {
 // The padding lanes' separations (atom i itself, beyond every cutoff: zero terms) and the kept
 // partners' special levels, for both hand-written loops: each of i's few special partners found
 // among the kept ones by its local index (Atoms::special_local: a compare over the chunk, which the
-// compiler vectorises), or else by its id (a binary search: the kept partners ascend in id). A
-// cursor walked along the chunk (the double loops' SpecialCursor) ran until it passed i's last
-// special partner: most of a list whose partners' ids start below i's (the spatial half list's,
+// compiler vectorises), or else by its id (a compare of each kept partner's; either way in any
+// order of the list: ForceTerm::needs_id_order). A cursor walked along the chunk (the double
+// loops' SpecialCursor) needs the partners in id order, and ran until it passed i's last special
+// partner: most of a list whose partners' ids start below i's (the spatial half list's,
 // NeighborList::allow_either_slot), about 5 % of a step.
 __attribute__((always_inline)) inline void pad_and_levels(const Atoms& a, int i, float reach2, int mc, int mp, MixedChunk& c) {
   for (int k = mc; k < mp; ++k) {
@@ -159,18 +160,10 @@ __attribute__((always_inline)) inline void pad_and_levels(const Atoms& a, int i,
       const int l = a.special_local[static_cast<std::size_t>(s) * static_cast<std::size_t>(a.nlocal) + static_cast<std::size_t>(i)];
       if (l < 0) continue;  // not on this rank: not a partner here
       for (int k = 0; k < mc; ++k) c.level[k] = c.j[k] == l ? level : c.level[k];
-      continue;
+    } else {
+      const std::int64_t id = v >> 2;
+      for (int k = 0; k < mc; ++k) c.level[k] = a.id[c.j[k]] == id ? level : c.level[k];
     }
-    const std::int64_t id = v >> 2;
-    int lo = 0, hi = mc;  // the first kept partner of id >= the special partner's
-    while (lo < hi) {
-      const int mid = (lo + hi) / 2;
-      if (a.id[c.j[mid]] < id)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    if (lo < mc && a.id[c.j[lo]] == id) c.level[lo] = level;
   }
 }
 
