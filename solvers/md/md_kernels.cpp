@@ -28,7 +28,7 @@ void kick_drift(const Exec& ex, const Atoms& a, double half_dt, double dt, doubl
       v[d][i] = vn;
       x[d][i] = wrap(x[d][i] + dt * vn, a.box[d], im[d][i]);
     }
-  });
+  }, 8);  // weight: 13 arrays an atom (a water box's 9,000 atoms share the threads rather than take one)
 }
 
 namespace {
@@ -81,7 +81,7 @@ void kick_drift_langevin(const Exec& ex, const Atoms& a, double half_dt, double 
       x[d][i] = wrap(xn + 0.5 * dt * vo, a.box[d], im[d][i]);
     }
     a.work[i] += 0.5 * mass * dke;
-  });
+  }, 16);  // weight: kick_drift's and three draws of 5 hashes
 }
 
 
@@ -91,7 +91,7 @@ void kick(const Exec& ex, const Atoms& a, double half_dt) {
     a.vx[i] += h * a.fx[i];
     a.vy[i] += h * a.fy[i];
     a.vz[i] += h * a.fz[i];
-  });
+  }, 4);  // weight: 8 arrays an atom
 }
 
 // Largest squared displacement since the list was built (minimum image): the list stays valid
@@ -125,7 +125,7 @@ void scale_velocities(const Exec& ex, const Atoms& a, double factor) {
     a.vx[i] *= factor;
     a.vy[i] *= factor;
     a.vz[i] *= factor;
-  });
+  }, 4);  // weight: as kick's
 }
 // The thermo sums, exactly: one per-atom quantity (0: m v^2, 1: potential energy, 2: virial r.F,
 // 3: the thermostat's work) in units of 2^-52, rounded down, summed as integers (core/exact_sum.hpp),

@@ -527,11 +527,18 @@ class HostNeighborList : public NeighborList {
     // The list on the backend (grown as needed: never a dropped pair).
     const Backend where = ex.backend();
     if (nbr_.size() < npairs || nbr_.size() == 0) nbr_ = Buffer<int>(where, std::max<std::size_t>(npairs + npairs / 4, 1));
-    // The threads' parts, joined in thread order straight into the list's buffer.
-    std::size_t at = 0;
-    for (const auto& p : part) {
-      if (!p.empty()) memory::copy(ex, where, nbr_.data() + at, Backend::host, p.data(), p.size() * sizeof(int));
-      at += p.size();
+    // The threads' parts, joined in thread order straight into the list's buffer (on the host
+    // each by its own thread: the copy was 1.6 % of a water step at two threads, serial).
+    std::vector<std::size_t> at(part.size() + 1, 0);
+    for (std::size_t t = 0; t < part.size(); ++t) at[t + 1] = at[t] + part[t].size();
+    if (where == Backend::host) {
+      int* const into = nbr_.data();
+#pragma omp parallel for num_threads(static_cast<int>(part.size())) schedule(static, 1)
+      for (std::size_t t = 0; t < part.size(); ++t)
+        if (!part[t].empty()) std::memcpy(into + at[t], part[t].data(), part[t].size() * sizeof(int));
+    } else {
+      for (std::size_t t = 0; t < part.size(); ++t)
+        if (!part[t].empty()) memory::copy(ex, where, nbr_.data() + at[t], Backend::host, part[t].data(), part[t].size() * sizeof(int));
     }
     if (keep_host_) {  // host-side computes (the radial distribution function) read the list there
       host_list_.clear();
