@@ -129,7 +129,7 @@ class MdModel : public Model {
     list_->allow_threaded_half(pair_->threaded_half());
     list_->allow_either_slot(pair_->either_slot());
     // Partners in id order only where the pair term's loops need it (double precision's sums in list
-    // order; the host's hand-written mixed Coulomb loops, which walk the specials as a cursor)
+    // order; mixed precision's are order-free and find special partners by search)
     list_->set_id_order(pair_->needs_id_order(ctx_.exec));
     kernel_build_ = kernel_build;
     // Newton's third law across ranks where the pair term sums in fixed point (mixed precision):

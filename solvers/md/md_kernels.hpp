@@ -47,8 +47,9 @@ struct Atoms {
   // id) and its neighbours of larger id in neighbors[start[s] .. start[s + 1]) (a ghost's: owned
   // atoms only), in ascending id; for a force term that takes a pair in either atom's slot
   // (ForceTerm::either_slot) and no ghost slots, an owned atom's owned neighbours in the forward
-  // half of its stencil instead (NeighborList::allow_either_slot). Full list otherwise: slot i is
-  // owned atom i, every neighbour listed.
+  // half of its stencil instead (NeighborList::allow_either_slot), in ascending id only where the
+  // term needs it (ForceTerm::needs_id_order). Full list otherwise: slot i is owned atom i, every
+  // neighbour listed.
   bool half = false;
   const int* order = nullptr;
   int nslots = 0;

@@ -291,7 +291,8 @@ class HostNeighborList : public NeighborList {
     // from the forward half of each atom's stencil only (rows above it in z, or in y within its
     // z-plane, and along its own row the atoms after it in bin order), each pair once, half the
     // candidates; a ghost partner, from anywhere, when its id is the larger (the rule across ranks:
-    // the smaller id's owner computes the pair). Slots stay in rank order, partners in id order.
+    // the smaller id's owner computes the pair). Slots stay in rank order; partners in id order
+    // where id_order_.
     const bool spatial = half && either_slot_ && (!ghost_slots || nlocal == n_own) && !brute;
     const int nown = n_own;
     std::vector<double> entries(static_cast<std::size_t>(nthreads), 0.0);

@@ -45,7 +45,7 @@ class NeighborList {
   // Whether the force term takes a pair in either of its atoms' slots (ForceTerm::either_slot:
   // order-free sums and antisymmetric pair terms): the host builder's half list, where no slot is
   // a ghost's, then holds the pairs of owned atoms by a spatial half stencil (half the
-  // candidates) rather than in the slot of the smaller id. Partners stay in id order.
+  // candidates) rather than in the slot of the smaller id. Partners in id order where id_order().
   void allow_either_slot(bool allow) { either_slot_ = allow; }
   // Whether a half list at several ranks gives ghosts slots (the default): a ghost's slot holds
   // the pairs whose ghost has the smaller id, which its owner's rank also computes (for its own

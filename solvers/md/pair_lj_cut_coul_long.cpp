@@ -223,14 +223,24 @@ class CoulLong : public ForceTerm {
   mutable long special_build_ = -1;
   mutable int special_nlocal_ = -1;
   mutable const std::int64_t* special_ids_ = nullptr;
+  mutable bool special_sparse_ = false;
   Atoms with_special_local(const Exec& ex, const Atoms& a) const {
     if (ex.is_cuda() || a.nspecial == 0 || a.nlocal == 0) return a;
     if (a.list_build != special_build_ || a.nlocal != special_nlocal_ || a.id != special_ids_) {
       const std::size_t nl = static_cast<std::size_t>(a.nlocal);
       std::int64_t top = 0;
       for (std::size_t i = 0; i < nl; ++i) top = std::max(top, a.id[i]);
-      // ids far sparser than the atoms (a data file's own numbering): the loops search by id
-      if (top > std::max<std::int64_t>(16 * static_cast<std::int64_t>(nl), std::int64_t{1} << 24)) return a;
+      special_build_ = a.list_build;
+      special_nlocal_ = a.nlocal;
+      special_ids_ = a.id;
+      // ids far sparser than this rank's atoms (a data file's own numbering, or many ranks): the
+      // map would cost more than 256 bytes a local atom, and the loops compare ids instead
+      special_sparse_ = top > std::max<std::int64_t>(64 * static_cast<std::int64_t>(nl), std::int64_t{1} << 16);
+      if (special_sparse_) {
+        std::vector<int>().swap(special_map_);
+        std::vector<int>().swap(special_local_);
+        return a;
+      }
       if (special_map_.size() < static_cast<std::size_t>(top) + 1) special_map_.assign(static_cast<std::size_t>(top) + 1, -1);
       // Ghosts first, then the owned atoms: an owned atom is found as itself should a ghost copy of
       // it be here too.
@@ -246,10 +256,8 @@ class CoulLong : public ForceTerm {
           if (m >= 0 && static_cast<std::size_t>(m) < nl && a.id[m] == (v >> 2))
             special_local_[static_cast<std::size_t>(k) * nl + i] = m;
         }
-      special_build_ = a.list_build;
-      special_nlocal_ = a.nlocal;
-      special_ids_ = a.id;
     }
+    if (special_sparse_) return a;
     Atoms b = a;
     b.special_local = special_local_.data();
     return b;

@@ -558,7 +558,8 @@ __attribute__((target("avx2"))) void add_chunk_rows(const MixedChunk& ch, int m,
 #endif
 }  // namespace
 
-// The half list, at any number of threads: each pair once, from the slot of the smaller id; both
+// The half list, at any number of threads: each pair once, from either atom's slot (the slot of the
+// smaller id, or the spatial half list's choice: NeighborList::allow_either_slot); both
 // atoms' terms go to the arrays of the thread that computes it (the partner's the exact negative),
 // and the threads' arrays are added at the end (integers: the same bits in any grouping). Ghost
 // entries are scratch, or with a.fixed_rows their owners' shares (the rows go back to them).

@@ -119,7 +119,8 @@ namespace {
 constexpr int kCols = 6;  // force x, y, z, energy, virial, bad bits
 }  // namespace
 
-// The half list, at any number of threads: each pair once, from the slot of the smaller id; both
+// The half list, at any number of threads: each pair once, from either atom's slot (the slot of the
+// smaller id, or the spatial half list's choice: NeighborList::allow_either_slot); both
 // atoms' terms go to the arrays of the thread that computes it (the partner's the exact negative
 // for the force), and the threads' arrays are added at the end (integers: the same bits in any
 // grouping). Ghost entries are scratch, or with a.fixed_rows their owners' shares (the rows go

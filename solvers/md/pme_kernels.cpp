@@ -18,7 +18,9 @@
 #endif
 
 #include "core/atomic.hpp"
+#if !defined(__CUDACC__)
 #include "core/timers.hpp"
+#endif
 #include "solvers/md/fixed_point.hpp"
 
 namespace cumulus::md {
@@ -408,7 +410,9 @@ std::int64_t pme_spread_private(const PmeAtoms& a, const PmeStencil& st, const P
 #pragma omp parallel num_threads(nthreads) reduction(+ : outside)
   {
     View<std::int64_t> mine = grid;
-    if (nthreads > 1) {  // one thread deposits into the grid itself
+    // The team may be smaller than asked (OMP_DYNAMIC): its size decides the copies zeroed and summed.
+    const int team = omp_get_num_threads();
+    if (team > 1) {  // one thread deposits into the grid itself
       mine.data = scratch.data() + cells * static_cast<std::size_t>(omp_get_thread_num());
       std::fill(mine.data, mine.data + cells, std::int64_t{0});
     }
@@ -441,11 +445,11 @@ std::int64_t pme_spread_private(const PmeAtoms& a, const PmeStencil& st, const P
         break;
     }
     // (the loop's barrier: every copy is complete)
-    if (nthreads > 1) {
+    if (team > 1) {
 #pragma omp for schedule(static)
       for (std::size_t c = 0; c < cells; ++c) {
         std::int64_t t = 0;
-        for (int u = 0; u < nthreads; ++u) t += scratch[cells * static_cast<std::size_t>(u) + c];
+        for (int u = 0; u < team; ++u) t += scratch[cells * static_cast<std::size_t>(u) + c];
         grid.data[c] += t;
       }
     }

@@ -530,6 +530,7 @@ struct MixedIons {
     list = make_host_neighbor_list(ex);
     list->allow_threaded_half(half);
     list->allow_either_slot(either_slot);
+    list->set_id_order(!either_slot);  // as for a mixed-precision term (ForceTerm::needs_id_order)
     ions.atoms.fit_scratch(ions.atoms.nown());
     list->build(ions.atoms, ions.box, 8.5);
     ions.atoms.fit_scratch(list->half() ? ions.atoms.nlocal() : ions.atoms.nown());
@@ -545,7 +546,8 @@ struct MixedIons {
     bool half = false;
   };
   // generic: the generic loops; else the hand-written one for the CPU (AVX-512, else AVX2), or with
-  // avx2 the AVX2 one. either_slot: the spatial half list (NeighborList::allow_either_slot);
+  // avx2 the AVX2 one. either_slot: the spatial half list, its partners unordered
+  // (NeighborList::allow_either_slot, set_id_order(false));
   // by_local: the special partners given by local index (Atoms::special_local, found here by brute
   // force), as the pair term gives them.
   Out run(const Exec& ex, int threads, bool half, bool generic, bool avx2 = false, bool either_slot = false,
@@ -772,7 +774,7 @@ TEST(PairCoulLong, TypesWithoutLjKeepTheGenericBits) {
 // The mixed-precision loops take a pair in either atom's slot of the half list: the spatial half
 // list (each pair of owned atoms from the forward half of one atom's stencil, the host builder's
 // for an order-free term) gives the generic full list's bits, with the special partners found by id
-// (a binary search among the kept partners) or by local index (Atoms::special_local), at 1 and 2
+// (a compare over the kept partners) or by local index (Atoms::special_local), at 1 and 2
 // threads, in every hand-written loop the CPU runs. The chains' atoms are each other's special
 // partners (levels 1-3, factors 0 to 0.5): a level missed or misplaced changes the forces.
 TEST(PairCoulLong, MixedLoopsTakeEitherSlotAndFindSpecialsByLocalIndex) {

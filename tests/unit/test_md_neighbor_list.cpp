@@ -252,8 +252,9 @@ TEST_P(NeighborListTest, HostHalfListHoldsEachPairOnce) {
 // without ghost slots (Newton's third law across ranks), at 1 and 2 threads: a pair of owned atoms
 // exactly once, in either atom's slot (the spatial half stencil's choice); a pair with a ghost
 // exactly once, in the owned atom's slot, when the ghost's id is the larger (the other rank lists
-// it otherwise); ghosts' slots empty; each slot's partners ascending in id. Without ghosts the
-// ghost slots are moot and it is the same list with them.
+// it otherwise); ghosts' slots empty; each slot's partners ascending in id, or in any order without
+// id order (a mixed-precision term's). Without ghosts the ghost slots are moot and it is the same
+// list with them.
 TEST_P(NeighborListTest, HostSpatialHalfListHoldsEachPairOnce) {
   const Case c = GetParam();
   Exec ex;
@@ -269,45 +270,50 @@ TEST_P(NeighborListTest, HostSpatialHalfListHoldsEachPairOnce) {
     }
   ASSERT_FALSE(want.empty());
   for (int t : {1, 2})
-    for (bool ghost_slots : {false, true}) {
-      if (ghost_slots && c.nghost > 0) continue;
-      SCOPED_TRACE(::testing::Message() << t << " threads" << (ghost_slots ? ", ghost slots" : ""));
-      Threads threads(t);
-      auto list = make_host_neighbor_list(ex);
-      list->allow_threaded_half(true);
-      list->allow_either_slot(true);
-      list->set_ghost_slots(ghost_slots);
-      list->build(atoms, c.box, c.reach);
-      ASSERT_TRUE(list->half());
-      const HostList h = copy_list(*list, nlocal, ex);
-      std::set<std::pair<std::int64_t, std::int64_t>> got;
-      std::size_t listed = 0;
-      for (int s = 0; s < list->nslots(); ++s) {
-        const int i = h.order[static_cast<std::size_t>(s)];
-        ASSERT_TRUE(i >= 0 && i < nlocal);
-        if (s > 0) {
-          EXPECT_LT(atoms.hid()[h.order[static_cast<std::size_t>(s) - 1]], atoms.hid()[i]) << "slot " << s;
+    for (bool ghost_slots : {false, true})
+      for (bool id_order : {true, false}) {
+        if (ghost_slots && c.nghost > 0) continue;
+        SCOPED_TRACE(::testing::Message()
+                     << t << " threads" << (ghost_slots ? ", ghost slots" : "") << (id_order ? "" : ", unordered"));
+        Threads threads(t);
+        auto list = make_host_neighbor_list(ex);
+        list->allow_threaded_half(true);
+        list->allow_either_slot(true);
+        list->set_ghost_slots(ghost_slots);
+        list->set_id_order(id_order);
+        list->build(atoms, c.box, c.reach);
+        ASSERT_TRUE(list->half());
+        const HostList h = copy_list(*list, nlocal, ex);
+        std::set<std::pair<std::int64_t, std::int64_t>> got;
+        std::size_t listed = 0;
+        for (int s = 0; s < list->nslots(); ++s) {
+          const int i = h.order[static_cast<std::size_t>(s)];
+          ASSERT_TRUE(i >= 0 && i < nlocal);
+          if (s > 0) {
+            EXPECT_LT(atoms.hid()[h.order[static_cast<std::size_t>(s) - 1]], atoms.hid()[i]) << "slot " << s;
+          }
+          const std::int64_t k0 = h.start[static_cast<std::size_t>(s)], k1 = h.start[static_cast<std::size_t>(s) + 1];
+          if (i >= nown) {
+            EXPECT_EQ(k1, k0) << "ghost slot " << s << " holds pairs";
+          }
+          std::int64_t last = -1;
+          for (std::int64_t k = k0; k < k1; ++k) {
+            const int j = h.nbr[static_cast<std::size_t>(k)];
+            ASSERT_TRUE(j >= 0 && j < nlocal && j != i);
+            const std::int64_t a = atoms.hid()[i], b = atoms.hid()[j];
+            if (id_order) {
+              EXPECT_GT(b, last) << "slot " << s << ": partners not ascending in id";
+            }
+            last = b;
+            EXPECT_LT(distance2(atoms, i, j, c.box), c.reach * c.reach);
+            EXPECT_TRUE(j < nown || a < b) << "slot " << s << " lists a ghost of smaller id";
+            EXPECT_TRUE(got.insert({std::min(a, b), std::max(a, b)}).second) << "a pair listed twice";
+            ++listed;
+          }
         }
-        const std::int64_t k0 = h.start[static_cast<std::size_t>(s)], k1 = h.start[static_cast<std::size_t>(s) + 1];
-        if (i >= nown) {
-          EXPECT_EQ(k1, k0) << "ghost slot " << s << " holds pairs";
-        }
-        std::int64_t last = -1;
-        for (std::int64_t k = k0; k < k1; ++k) {
-          const int j = h.nbr[static_cast<std::size_t>(k)];
-          ASSERT_TRUE(j >= 0 && j < nlocal && j != i);
-          const std::int64_t a = atoms.hid()[i], b = atoms.hid()[j];
-          EXPECT_GT(b, last) << "slot " << s << ": partners not ascending in id";
-          last = b;
-          EXPECT_LT(distance2(atoms, i, j, c.box), c.reach * c.reach);
-          EXPECT_TRUE(j < nown || a < b) << "slot " << s << " lists a ghost of smaller id";
-          EXPECT_TRUE(got.insert({std::min(a, b), std::max(a, b)}).second) << "a pair listed twice";
-          ++listed;
-        }
+        EXPECT_EQ(got, want);
+        EXPECT_EQ(list->pairs(), 2.0 * static_cast<double>(listed));
       }
-      EXPECT_EQ(got, want);
-      EXPECT_EQ(list->pairs(), 2.0 * static_cast<double>(listed));
-    }
 }
 
 // The kernel builder (host backend), atoms left in place: the brute-force list, ghosts included.
