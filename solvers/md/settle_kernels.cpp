@@ -19,6 +19,17 @@ CUMULUS_HD inline int settle_leader(int la, int lb, int lc) {
   const int m = la < lb ? la : lb;
   return m < lc ? m : lc;
 }
+// The molecule's changes d[k] (k: O, H, H as member[k]) into the owned members' entries; a ghost
+// member's owner's rank solves the molecule too.
+CUMULUS_HD inline void store_members(const int member[3], int nown, const double* const d[3], double* dx, double* dy, double* dz) {
+  for (int k = 0; k < 3; ++k) {
+    const int m = member[k];
+    if (m >= nown) continue;
+    dx[m] = d[k][0];
+    dy[m] = d[k][1];
+    dz[m] = d[k][2];
+  }
+}
 CUMULUS_HD inline void rel(const double* x, const double* y, const double* z, int i, int j, const double* box, double d[3]) {
   d[0] = minimum_image(x[i] - x[j], box[0]);
   d[1] = minimum_image(y[i] - y[j], box[1]);
@@ -52,13 +63,7 @@ std::int64_t settle_displacements(const Exec& ex, const Atoms& a, const Topology
                   if (!settle_positions_term(g[t.settle_type[i]], mo, mh, b0, c0, b1, c1, dA, dB, dC))
                     return a.id[la];
                   const double* const d[3] = {dA, dB, dC};
-                  for (int k = 0; k < 3; ++k) {
-                    const int m = member[k];
-                    if (m >= t.nown) continue;  // a ghost: its owner's rank solves it
-                    dx[m] = d[k][0];
-                    dy[m] = d[k][1];
-                    dz[m] = d[k][2];
-                  }
+                  store_members(member, t.nown, d, dx, dy, dz);
                   return std::numeric_limits<std::int64_t>::max();
                 }, into);
 }
@@ -109,14 +114,9 @@ void settle_velocity_changes(const Exec& ex, const Atoms& a, const TopologyView&
     const double w = settle_velocities_term(mo, mh, dab, dac, dbc, uab, uac, ubc, dvA, dvB, dvC, centripetal);
     const int member[3] = {la, lb, lc};
     const double* const d[3] = {dvA, dvB, dvC};
-    for (int k = 0; k < 3; ++k) {
-      const int m = member[k];
-      if (m >= t.nown) continue;  // a ghost: its owner's rank solves it
-      dx[m] = d[k][0];
-      dy[m] = d[k][1];
-      dz[m] = d[k][2];
-      virial[m] = (accumulate ? virial[m] : 0.0) + w * two_over_dt * (1.0 / 3);
-    }
+    store_members(member, t.nown, d, dx, dy, dz);
+    for (int m : member)
+      if (m < t.nown) virial[m] = (accumulate ? virial[m] : 0.0) + w * two_over_dt * (1.0 / 3);
   }, 64);  // weight: a molecule's velocity solve per atom (the threads share the atoms: for_each)
 }
 
