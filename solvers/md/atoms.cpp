@@ -108,6 +108,7 @@ Atoms MdAtoms::view(const NeighborList* list, const double box[3]) const {
     a.order = list->order();
     a.nslots = list->nslots();
     a.list_build = list->builds();
+    a.shells = list->shells();
   }
   for (int d = 0; d < 3; ++d) a.box[d] = box[d];
   return a;

@@ -12,6 +12,29 @@
 
 namespace cumulus::md {
 
+// The host builder's distance shells (NeighborList::shells; order-free force terms only): each
+// slot's row holds its partners grouped by their distance at the build, nearest shell first, so
+// that a force call can leave out the far end of every row while no atom has moved far enough
+// for a pair there to have come within its cutoff, and skip the within-reach test at the near
+// end (pair_lj_cut_coul_long_mixed_kernels.cpp). Host memory.
+struct ListShells {
+  static constexpr int kCount = 8;
+  // Shell k >= 1 holds the partners whose distance r at the build was at least edge(k - 1), shell
+  // k < kCount - 1 those below edge(k) (to a few roundings: the builder computes shell(r^2)).
+  // Edges from 0.45 to 0.95 of the reach, 0.6 A apart at 12 A: the force calls' decisions fall
+  // within a skin of the cutoff, the last two-fifths of a water list.
+  static double edge(int k, double reach) { return reach * (0.66 + 0.05 * k); }
+  static int shell(double r2, double inv_reach) {
+    const double t = (__builtin_sqrt(r2) * inv_reach - 0.66) * 20 + 1;
+    return static_cast<int>(t < 0 ? 0 : (t > kCount - 1 ? kCount - 1 : t));
+  }
+  const int* end = nullptr;      // slot s's shell k ends at start[s] + end[s * kCount + k]
+  const double* x0 = nullptr;    // the local atoms' positions at the build: atom k's x, y, z at 3k
+  int nlocal = 0;                // local atoms at the build
+  double reach = 0;              // the list's reach (cutoff + skin)
+  double box[3] = {0, 0, 0};     // the box at the build
+};
+
 // Atoms and their list, as raw pointers into one backend's memory (captured by value by kernels).
 struct Atoms {
   double *x = nullptr, *y = nullptr, *z = nullptr;
@@ -53,6 +76,7 @@ struct Atoms {
   bool half = false;
   const int* order = nullptr;
   int nslots = 0;
+  ListShells shells;  // end null: none (the kernel builder, or partners in id order)
   // Whether the force call must also fill pe and virial (thermo steps); the half-list kernel skips
   // them otherwise. Forces are the same bits either way.
   bool energy = true;

@@ -46,10 +46,12 @@ namespace {
 // local index in [min_local, max_local), appended to out; returns how many. Flags first, in a loop
 // the compiler vectorises (compiled for AVX-512, AVX2 and the baseline, chosen at run time), then a
 // branch-free compaction.
+// With r2 set, each hit's r^2 (the scan's) is also written there, at the hit's place in out.
 struct ScanQuery {
   double x, y, z, shx, shy, shz, rl2;
   int self_rank, min_rank, max_local;
   int free_local = 0, min_local = 0;
+  double* r2 = nullptr;
 };
 __attribute__((target_clones("avx2", "default"))) int scan_candidates_auto(
     const ScanQuery& q, int n, const double* x, const double* y, const double* z, const int* rank, const int* local,
@@ -67,6 +69,10 @@ __attribute__((target_clones("avx2", "default"))) int scan_candidates_auto(
     }
     for (int k = 0; k < m; ++k) {
       out[count] = rank[k0 + k];
+      if (q.r2) {
+        const double dx = (q.x - x[k0 + k]) + q.shx, dy = (q.y - y[k0 + k]) + q.shy, dz = (q.z - z[k0 + k]) + q.shz;
+        q.r2[count] = dx * dx + dy * dy + dz * dz;
+      }
       count += flag[k];
     }
   }
@@ -100,6 +106,7 @@ __attribute__((target("avx512f"))) int scan_candidates_avx512(
                            (_mm512_cmplt_epi32_mask(l, free) |
                             (_mm512_cmpge_epi32_mask(r, lo) & _mm512_cmpge_epi32_mask(l, min_local) & _mm512_cmplt_epi32_mask(l, hi)));
     _mm512_storeu_si512(out + count, _mm512_maskz_compress_epi32(keep, r));
+    if (q.r2) _mm512_storeu_pd(q.r2 + count, _mm512_maskz_compress_pd(static_cast<__mmask8>(keep), r2));
     count += __builtin_popcount(static_cast<unsigned>(keep));
   }
   return count;
@@ -133,6 +140,7 @@ __attribute__((target("avx2"))) int scan_candidates_avx2(const ScanQuery& q, int
   int count = 0, k = 0;
   for (; k + 8 <= n; k += 8) {
     int near = 0;
+    alignas(32) double r2s[8];
     for (int h = 0; h < 2; ++h) {
       const int kh = k + 4 * h;
       const __m256d dx = _mm256_add_pd(_mm256_sub_pd(qx, _mm256_loadu_pd(x + kh)), sx);
@@ -140,6 +148,7 @@ __attribute__((target("avx2"))) int scan_candidates_avx2(const ScanQuery& q, int
       const __m256d dz = _mm256_add_pd(_mm256_sub_pd(qz, _mm256_loadu_pd(z + kh)), sz);
       const __m256d r2 = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy)), _mm256_mul_pd(dz, dz));
       near |= _mm256_movemask_pd(_mm256_cmp_pd(r2, rl2, _CMP_LT_OQ)) << (4 * h);
+      if (q.r2) _mm256_store_pd(r2s + 4 * h, r2);
     }
     const __m256i r = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rank + k));
     const __m256i l = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(local + k));
@@ -151,6 +160,8 @@ __attribute__((target("avx2"))) int scan_candidates_avx2(const ScanQuery& q, int
     const int keep = near & _mm256_movemask_ps(_mm256_castsi256_ps(ok));
     const __m256i packed = _mm256_permutevar8x32_epi32(r, _mm256_load_si256(reinterpret_cast<const __m256i*>(table.idx[keep])));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + count), packed);
+    if (q.r2)
+      for (int c = 0, b = keep; b; b &= b - 1) q.r2[count + c++] = r2s[__builtin_ctz(static_cast<unsigned>(b))];
     count += __builtin_popcount(static_cast<unsigned>(keep));
   }
   // The rest (fewer than 8) one at a time, the same arithmetic (a call to the portable loop cost
@@ -159,6 +170,7 @@ __attribute__((target("avx2"))) int scan_candidates_avx2(const ScanQuery& q, int
     const double dx = (q.x - x[k]) + q.shx, dy = (q.y - y[k]) + q.shy, dz = (q.z - z[k]) + q.shz;
     const int r = rank[k], l = local[k];
     out[count] = r;
+    if (q.r2) q.r2[count] = dx * dx + dy * dy + dz * dz;
     count += (dx * dx + dy * dy + dz * dz < q.rl2) & (r != q.self_rank) &
              ((l < q.free_local) | ((r >= q.min_rank) & (l >= q.min_local) & (l < q.max_local)));
   }
@@ -174,6 +186,77 @@ int scan_candidates(const ScanQuery& q, int n, const double* x, const double* y,
   if (avx2) return scan_candidates_avx2(q, n, x, y, z, rank, local, out);
 #endif
   return scan_candidates_auto(q, n, x, y, z, rank, local, out);
+}
+
+// A row's hits (ranks cand[0 .. m), r^2 r2[..]) as local indices (rank_to_local) in out, grouped
+// by ListShells::shell, nearest first and in scan order within a shell; ends[k]: where shell k
+// ends. scratch: room for 2 m + 32 ints. A stable counting sort; with AVX-512 the shells by
+// vector and each shell gathered by a compress pass (the scalar sort's count and place, a store
+// and a load of a counter per hit, doubled the list's pairs pass).
+void shell_partition_scalar(const int* cand, const double* r2, int m, const int* rank_to_local, double inv_rl, int* out,
+                            int* ends) {
+  constexpr int kShells = ListShells::kCount;
+  int cnt[kShells] = {};
+  for (int q = 0; q < m; ++q) ++cnt[ListShells::shell(r2[q], inv_rl)];
+  int at[kShells];
+  for (int k = 0, sum = 0; k < kShells; ++k) {
+    at[k] = sum;
+    sum += cnt[k];
+    ends[k] = sum;
+  }
+  for (int q = 0; q < m; ++q) out[at[ListShells::shell(r2[q], inv_rl)]++] = rank_to_local[cand[q]];
+}
+#if defined(__x86_64__)
+// GCC 12's AVX-512 headers pass _mm512_undefined_*() as the unused source of their masked
+// builtins, which -Wmaybe-uninitialized reports once they inline (a known header issue).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+// out: room for 16 entries past m (each shell's compressed vectors are stored whole: a compressing
+// store to memory is microcoded on AMD Zen 4).
+__attribute__((target("avx512f"))) void shell_partition_avx512(const int* cand, const double* r2, int m, const int* rank_to_local,
+                                                               double inv_rl, int* out, int* ends, int* scratch) {
+  constexpr int kShells = ListShells::kCount;
+  int* const shell = scratch;
+  int* const local = scratch + ((m + 15) / 16 * 16);
+  // ListShells::shell's operations, 8 lanes at a time (the same values).
+  const __m512d inv = _mm512_set1_pd(inv_rl), lo = _mm512_set1_pd(0.66), twenty = _mm512_set1_pd(20), one = _mm512_set1_pd(1),
+                zero = _mm512_setzero_pd(), top = _mm512_set1_pd(kShells - 1);
+  for (int q = 0; q < m; q += 8) {
+    const __mmask8 live = m - q >= 8 ? __mmask8(0xFF) : __mmask8((1u << (m - q)) - 1u);
+    const __m512d r = _mm512_sqrt_pd(_mm512_maskz_loadu_pd(live, r2 + q));
+    __m512d t = _mm512_add_pd(_mm512_mul_pd(_mm512_sub_pd(_mm512_mul_pd(r, inv), lo), twenty), one);
+    t = _mm512_min_pd(_mm512_max_pd(t, zero), top);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(shell + q), _mm512_cvttpd_epi32(t));
+  }
+  for (int q = 0; q < m; q += 16) {
+    const __mmask16 live = m - q >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (m - q)) - 1u);
+    const __m512i c = _mm512_maskz_loadu_epi32(live, cand + q);
+    _mm512_storeu_si512(local + q, _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, c, rank_to_local, 4));
+  }
+  int n = 0;
+  for (int k = 0; k < kShells; ++k) {
+    const __m512i kv = _mm512_set1_epi32(k);
+    for (int q = 0; q < m; q += 16) {
+      const __mmask16 live = m - q >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (m - q)) - 1u);
+      const __mmask16 in = _mm512_mask_cmpeq_epi32_mask(live, _mm512_loadu_si512(shell + q), kv);
+      _mm512_storeu_si512(out + n, _mm512_maskz_compress_epi32(in, _mm512_loadu_si512(local + q)));
+      n += __builtin_popcount(static_cast<unsigned>(in));
+    }
+    ends[k] = n;
+  }
+}
+#pragma GCC diagnostic pop
+#endif
+void shell_partition(const int* cand, const double* r2, int m, const int* rank_to_local, double inv_rl, int* out, int* ends,
+                     int* scratch) {
+#if defined(__x86_64__)
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (avx512) return shell_partition_avx512(cand, r2, m, rank_to_local, inv_rl, out, ends, scratch);
+#endif
+  shell_partition_scalar(cand, r2, m, rank_to_local, inv_rl, out, ends);
 }
 
 class HostNeighborList : public NeighborList {
@@ -195,12 +278,13 @@ class HostNeighborList : public NeighborList {
       const double L = box[axis];
       return d > 0.5 * L ? d - L : (d < -0.5 * L ? d + L : d);
     };
-    auto close = [&](int i, int j) {
+    auto dist2 = [&](int i, int j) {
       const double dx = image(lx[0][static_cast<std::size_t>(i)] - lx[0][static_cast<std::size_t>(j)], 0);
       const double dy = image(lx[1][static_cast<std::size_t>(i)] - lx[1][static_cast<std::size_t>(j)], 1);
       const double dz = image(lx[2][static_cast<std::size_t>(i)] - lx[2][static_cast<std::size_t>(j)], 2);
-      return dx * dx + dy * dy + dz * dz < rl2;
+      return dx * dx + dy * dy + dz * dz;
     };
+    auto close = [&](int i, int j) { return dist2(i, j) < rl2; };
     // List bins (not the decomposition's finer cells): at least cutoff + skin wide, searched one
     // bin out in rows of three along x; or, where such a bin would hold more than 64 atoms, half as
     // wide, searched two out in rows of five, the rows beyond reach in y and z skipped: about half
@@ -286,6 +370,24 @@ class HostNeighborList : public NeighborList {
     for (auto& p : part) p.clear();
     std::vector<std::int64_t> counts_per_atom(static_cast<std::size_t>(nslots), 0);
     const bool half = half_, ghost_slots = ghost_slots_, id_order = id_order_;
+    // Distance shells (ListShells) where the partners need not be in id order: each row put in
+    // shells of the partners' distance now (a stable counting sort, so the same list at any thread
+    // count), and the positions kept, so that a force call can bound how near a pair of a far
+    // shell can have come since.
+    constexpr int kShells = ListShells::kCount;
+    const bool shells = half && !id_order;
+    const double inv_rl = 1 / rl;
+    if (shells) {
+      shell_end_.assign(static_cast<std::size_t>(nslots) * kShells, 0);
+      shell_x0_.resize(3 * static_cast<std::size_t>(nlocal));
+      for (int k = 0; k < nlocal; ++k)
+        for (int d = 0; d < 3; ++d) shell_x0_[3 * static_cast<std::size_t>(k) + static_cast<std::size_t>(d)] = lx[d][static_cast<std::size_t>(k)];
+      shell_reach_ = rl;
+      for (int d = 0; d < 3; ++d) shell_box_[d] = box[d];
+    } else {
+      shell_end_.clear();
+      shell_x0_.clear();
+    }
     // A spatial half list where the force term takes a pair in either atom's slot (either_slot_:
     // order-free sums, antisymmetric pair terms) and no slot is a ghost's: the pairs of owned atoms
     // from the forward half of each atom's stencil only (rows above it in z, or in y within its
@@ -313,6 +415,8 @@ class HostNeighborList : public NeighborList {
       // mostly near in number); otherwise they are sorted.
       std::vector<int> cand(1024);
       std::vector<std::uint64_t> bitmap(static_cast<std::size_t>(nlocal) / 64 + 1, 0);
+      std::vector<double> cand_r2(shells ? cand.size() : 0);  // the hits' r^2, for the shells
+      std::vector<int> shell_of;  // shell_partition's scratch
       const double* const psx = sx.data();
       const double* const psy = sy.data();
       const double* const psz = sz.data();
@@ -333,6 +437,10 @@ class HostNeighborList : public NeighborList {
                       : lid[static_cast<std::size_t>(j)] != lid[static_cast<std::size_t>(i)]) &&
                 close(i, j)) {
               if (ncand == cand.size()) cand.resize(2 * ncand + 64);
+              if (shells) {
+                if (cand_r2.size() < cand.size()) cand_r2.resize(cand.size());
+                cand_r2[ncand] = dist2(i, j);
+              }
               cand[ncand++] = idrank[static_cast<std::size_t>(j)];
             }
         } else {
@@ -364,7 +472,9 @@ class HostNeighborList : public NeighborList {
           auto scan = [&](int k0, int k1, double shx, double shy, double shz, Keep keep = Keep::rank) {
             if (k1 <= k0) return;
             if (ncand + (k1 - k0) + 16 > cand.size()) cand.resize(2 * (ncand + (k1 - k0)) + 16);
+            if (shells && cand_r2.size() < cand.size()) cand_r2.resize(cand.size());
             ScanQuery q{xi, yi, zi, shx, shy, shz, rl2, self_rank, min_rank, max_local};
+            if (shells) q.r2 = cand_r2.data() + ncand;
             if (keep != Keep::rank) {
               q.min_rank = slot + 1;
               q.max_local = nlocal;
@@ -474,7 +584,13 @@ class HostNeighborList : public NeighborList {
           const int* const rank_to_local = by_rank.data();
           const int lo = id_order ? *std::min_element(first, last) : 0, hi = id_order ? *std::max_element(first, last) : 0;
           const int w0 = lo >> 6, w1 = hi >> 6;
-          if (!id_order) {
+          if (shells) {  // by shell of the scan's r^2, in scan order within a shell
+            if (shell_of.size() < 2 * ncand + 32) shell_of.resize(2 * ncand + 32);
+            mine.resize(base + ncand + 16);  // room for whole vectors past the row (shell_partition)
+            shell_partition(cand.data(), cand_r2.data(), static_cast<int>(ncand), rank_to_local, inv_rl, mine.data() + base,
+                            shell_end_.data() + static_cast<std::size_t>(slot) * kShells, shell_of.data());
+            mine.resize(base + ncand);
+          } else if (!id_order) {
             for (auto it = first; it != last; ++it) *out++ = rank_to_local[*it];
           } else if (w1 - w0 < 4 * static_cast<int>(ncand)) {
             std::uint64_t* const bm = bitmap.data();

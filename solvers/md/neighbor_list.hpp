@@ -14,6 +14,7 @@
 #include "core/exec.hpp"
 #include "core/memory.hpp"
 #include "solvers/md/atoms.hpp"
+#include "solvers/md/md_kernels.hpp"
 
 namespace cumulus::md {
 
@@ -35,6 +36,18 @@ class NeighborList {
   const std::int64_t* start() const { return start_.data(); }
   const int* neighbors() const { return nbr_.data(); }
   const int* order() const { return order_.data(); }
+  // The rows' distance shells (md_kernels.hpp's ListShells), where the host builder made a half
+  // list whose partners need not be in id order; else end is null.
+  ListShells shells() const {
+    ListShells s;
+    if (shell_end_.empty()) return s;
+    s.end = shell_end_.data();
+    s.x0 = shell_x0_.data();
+    s.nlocal = static_cast<int>(shell_x0_.size() / 3);
+    s.reach = shell_reach_;
+    for (int d = 0; d < 3; ++d) s.box[d] = shell_box_[d];
+    return s;
+  }
   // Full-list entries (each pair once per owned atom of it) on this rank; builds so far.
   double pairs() const { return pairs_; }
   long builds() const { return builds_; }
@@ -76,6 +89,9 @@ class NeighborList {
   Buffer<std::int64_t> start_;
   Buffer<int> nbr_, order_;
   std::vector<std::int64_t> host_start_;
+  std::vector<int> shell_end_;      // per slot, ListShells::kCount ends (host)
+  std::vector<double> shell_x0_;    // the local atoms' positions at the build, 3 an atom
+  double shell_reach_ = 0, shell_box_[3] = {0, 0, 0};
   std::vector<int> host_list_, host_order_;
 };
 

@@ -114,7 +114,8 @@ bool use_avx512 = false;     // mixed_chunk_avx512 rather than mixed_chunk_avx2,
 // units (fixed_terms'), and per-partner flags when a term was out of range (filled only then, by
 // the scalar path).
 struct alignas(64) MixedChunk {
-  int j[kChunk], level[kChunk], type[kChunk];
+  // j and type: room for the first pass's whole-vector stores after the near shells' partners
+  int j[kChunk + 16], level[kChunk], type[kChunk + 16];
   float dx[kChunk], dy[kChunk], dz[kChunk], r2[kChunk], qj[kChunk];
   std::int64_t f[3][kChunk], e[kChunk], v[kChunk];
   int bad[kChunk];
@@ -167,6 +168,78 @@ __attribute__((always_inline)) inline void pad_and_levels(const Atoms& a, int i,
   }
 }
 
+// type[k] = types[nb[k]] for k < m, 16 at a time by gathers (stores end within m rounded up to 16).
+__attribute__((target("avx512f"))) inline int take_types16(const int* types, const int* nb, int m, int* type) {
+  for (int q = 0; q < m; q += 16) {
+    const __mmask16 live = m - q >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (m - q)) - 1u);
+    const __m512i jv = _mm512_maskz_loadu_epi32(live, nb + q);
+    _mm512_storeu_si512(type + q, _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, jv, types, 4));
+  }
+  return m;
+}
+// A chunk's partners all kept, as the first pass would keep them (a row's near shells: ListShells).
+inline int take_all(const Atoms& a, const int* nb, int m, bool several_types, int* j, int* type) {
+  if (m == 0) return 0;
+  std::memcpy(j, nb, static_cast<std::size_t>(m) * sizeof(int));
+  if (several_types) {
+    static const bool avx512 = __builtin_cpu_supports("avx512f");
+    if (avx512) return take_types16(a.type, nb, m, type);
+    for (int k = 0; k < m; ++k) type[k] = a.type[nb[k]];
+  }
+  return m;
+}
+
+// How much of each row of the host builder's half list the hand-written loops take this force
+// call (Atoms::shells): a pair of a shell that starts at least reach + 2 d beyond its atoms, where
+// d is the largest displacement of a local atom since the build, is still beyond reach (the
+// triangle inequality on the periodic box's distance): its terms are zeros, and the shell is left
+// out; a pair of a shell that ends 2 d within reach is surely within it, and the shell is taken
+// without the first pass's test. Rows are taken whole where the box changed since the build (a
+// barostat) or the loops have no shells. Zero terms left out or computed change no sum, so the
+// same bits either way (tests: PairCoulLong.MixedShellsLeaveTheBits).
+struct ShellCut {
+  int keep = ListShells::kCount, sure = 0;  // shells [0, keep) taken, [0, sure) without the test
+  bool on = false;
+};
+ShellCut shell_cut(const Atoms& a, float reach2) {
+  ShellCut cut;
+  const ListShells& sh = a.shells;
+  if (!sh.end || sh.nlocal != a.nlocal || std::getenv("CUMULUS_NO_SHELLS")) return cut;
+  for (int d = 0; d < 3; ++d)
+    if (sh.box[d] != a.box[d]) return cut;
+  double d2 = 0;
+  for (int k = 0; k < a.nlocal; ++k) {
+    const double* const x0 = sh.x0 + 3 * static_cast<std::size_t>(k);
+    const double dx = minimum_image(a.x[k] - x0[0], a.box[0]), dy = minimum_image(a.y[k] - x0[1], a.box[1]),
+                 dz = minimum_image(a.z[k] - x0[2], a.box[2]);
+    d2 = std::max(d2, dx * dx + dy * dy + dz * dz);
+  }
+  // Margins far above the roundings: of the distances (fp64), and of fp32 r^2 against reach2
+  // (a pair whose fp32 r^2 is at least reach2 has zero terms; fp64 r a millionth beyond its root
+  // gives such an fp32 r^2).
+  const double reach = std::sqrt(static_cast<double>(reach2)), slack = 2 * std::sqrt(d2) + 1e-9 * sh.reach;
+  cut.keep = ListShells::kCount;
+  for (int k = 1; k < ListShells::kCount; ++k)
+    if (ListShells::edge(k - 1, sh.reach) * (1 - 1e-12) - slack >= reach * (1 + 1e-6)) {
+      cut.keep = k;
+      break;
+    }
+  cut.sure = 0;
+  for (int k = 0; k + 1 < ListShells::kCount && ListShells::edge(k, sh.reach) + slack <= reach; ++k) cut.sure = k + 1;
+  cut.sure = std::min(cut.sure, cut.keep);
+  cut.on = true;
+  return cut;
+}
+// Slot s's row as the loops take it: its first n entries, the first n_sure without the test.
+inline void row_span(const Atoms& a, const ShellCut& cut, int s, std::int64_t& n, std::int64_t& n_sure) {
+  n = a.start[s + 1] - a.start[s];
+  n_sure = 0;
+  if (!cut.on) return;
+  const int* const end = a.shells.end + static_cast<std::size_t>(s) * ListShells::kCount;
+  n = end[cut.keep - 1];
+  n_sure = cut.sure > 0 ? end[cut.sure - 1] : 0;
+}
+
 // GCC 12's AVX2 headers pass _mm256_undefined_pd() as the unused source of their gathers, which
 // -Wuninitialized reports once they inline here (a known header issue, as in the double loop's file).
 #pragma GCC diagnostic push
@@ -183,12 +256,13 @@ __attribute__((always_inline)) inline void pad_and_levels(const Atoms& a, int i,
 // of 8 lanes costs about as much as 8 loads on the Zen 3 this was measured on).
 __attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const Atoms& a, const double* xyzq,
                                                       const LjTable32& lj, const CoulParams32& p, const mixed_simd::Tables& tb,
-                                                      int i, bool energy, MixedChunk& c, int* bad) {
+                                                      int i, bool energy, int m_sure, MixedChunk& c, int* bad) {
   using namespace mixed_simd;
   // (1) which entries may be within reach, in fp32 (pair_simd::pack_filter32: fp32 positions, a
   // threshold widened by their errors): their partners and types compacted in list order.
   const bool several_types = lj.ntypes > 1;
-  const int mc = pair_simd::filter_chunk(tb.filter, a, i, nb, m, several_types, c.j, c.type);
+  int mc = take_all(a, nb, m_sure, several_types, c.j, c.type);
+  if (m_sure < m) mc += pair_simd::filter_chunk(tb.filter, a, i, nb + m_sure, m - m_sure, several_types, c.j + mc, c.type + mc);
   *bad = 0;
   if (mc == 0) return 0;
   // Padding to whole pairs of 8-lane groups: atom i itself beyond every cutoff (zero terms).
@@ -293,10 +367,11 @@ __attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const
 // the same bits.
 CUMULUS_AVX512_MIXED int mixed_chunk_avx512(int m, const int* nb, const Atoms& a, const double* xyzq, const LjTable32& lj,
                                             const CoulParams32& p, const mixed_simd::Tables& tb, int i,
-                                            bool energy, MixedChunk& c, int* bad) {
+                                            bool energy, int m_sure, MixedChunk& c, int* bad) {
   namespace v16 = mixed_simd512;
   const bool several_types = lj.ntypes > 1;
-  const int mc = pair_simd::filter_chunk16(tb.filter, a, i, nb, m, several_types, c.j, c.type);
+  int mc = take_all(a, nb, m_sure, several_types, c.j, c.type);
+  if (m_sure < m) mc += pair_simd::filter_chunk16(tb.filter, a, i, nb + m_sure, m - m_sure, several_types, c.j + mc, c.type + mc);
   *bad = 0;
   if (mc == 0) return 0;
   // Padding to whole 16-lane groups: atom i itself beyond every cutoff (zero terms).
@@ -425,14 +500,16 @@ int chunk_scalar(int m, const Atoms& a, const LjTable32& lj, const CoulParams32&
 
 // Atom i's pairs nb[0 .. n) a chunk at a time: calls add(c, m, bad) with each chunk's m kept pairs (bad:
 // some c.bad[k] are set; otherwise c.bad is not read).
+// The first n_sure entries are taken without the first pass's test (row_span).
 template <class Add>
 void mixed_pairs(const Atoms& a, const double* xyzq, const LjTable32& lj, const CoulParams32& p, const mixed_simd::Tables& tb, int i,
-                 const int* nb, std::int64_t n, MixedChunk& c, Add add) {
+                 const int* nb, std::int64_t n, std::int64_t n_sure, MixedChunk& c, Add add) {
   for (std::int64_t k0 = 0; k0 < n; k0 += chunk_len) {
     const int len = static_cast<int>(n - k0 < chunk_len ? n - k0 : chunk_len);
+    const int sure = static_cast<int>(std::clamp<std::int64_t>(n_sure - k0, 0, len));
     int bad = 0;
-    const int kept = use_avx512 ? mixed_chunk_avx512(len, nb + k0, a, xyzq, lj, p, tb, i, a.energy, c, &bad)
-                                : mixed_chunk_avx2(len, nb + k0, a, xyzq, lj, p, tb, i, a.energy, c, &bad);
+    const int kept = use_avx512 ? mixed_chunk_avx512(len, nb + k0, a, xyzq, lj, p, tb, i, a.energy, sure, c, &bad)
+                                : mixed_chunk_avx2(len, nb + k0, a, xyzq, lj, p, tb, i, a.energy, sure, c, &bad);
     if (bad) bad = chunk_scalar(kept, a, lj, p, i, a.energy, c);
     add(c, kept, bad);
   }
@@ -459,7 +536,7 @@ void coul_forces_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj, cons
       for (int i = 0; i < a.n; ++i) {
         std::int64_t s[5] = {0, 0, 0, 0, 0};
         int bad = 0;
-        mixed_pairs(a, nullptr, lj, p, tb, i, a.neighbors + a.start[i], a.start[i + 1] - a.start[i], c, [&](const MixedChunk& ch, int m, int b) {
+        mixed_pairs(a, nullptr, lj, p, tb, i, a.neighbors + a.start[i], a.start[i + 1] - a.start[i], 0, c, [&](const MixedChunk& ch, int m, int b) {
           for (int w = 0; w < 3; ++w)
             for (int k = 0; k < m; ++k) s[w] += ch.f[w][k];
           if (energy)
@@ -577,6 +654,7 @@ void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParam
   mixed_simd::Tables tb;
   tb.init(lj, p);
   pack_filter(a, tb);
+  const ShellCut cut = shell_cut(a, tb.reach2);
 #endif
 #pragma omp parallel num_threads(nthreads)
   {
@@ -602,7 +680,9 @@ void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParam
       int bad_i = 0;
 #if defined(__x86_64__)
       if (simd) {
-        mixed_pairs(a, xyzq, lj, p, tb, i, a.neighbors + a.start[s], a.start[s + 1] - a.start[s], c, [&](const MixedChunk& ch, int m, int bad) {
+        std::int64_t n, n_sure;
+        row_span(a, cut, s, n, n_sure);
+        mixed_pairs(a, xyzq, lj, p, tb, i, a.neighbors + a.start[s], n, n_sure, c, [&](const MixedChunk& ch, int m, int bad) {
           add_chunk_rows(ch, m, energy, acc.rows, si);
           if (energy)
             for (int k = 0; k < m; ++k) {
@@ -679,6 +759,7 @@ void coul_sums_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParams3
   mixed_simd::Tables tb;
   tb.init(lj, p);
   pack_filter(a, tb);
+  const ShellCut cut = shell_cut(a, tb.reach2);
 #endif
 #pragma omp parallel
   {
@@ -706,7 +787,9 @@ void coul_sums_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParams3
       const int i = a.order[s];
 #if defined(__x86_64__)
       if (simd) {
-        mixed_pairs(a, nullptr, lj, p, tb, i, a.neighbors + a.start[s], a.start[s + 1] - a.start[s], c,
+        std::int64_t n, n_sure;
+        row_span(a, cut, s, n, n_sure);
+        mixed_pairs(a, nullptr, lj, p, tb, i, a.neighbors + a.start[s], n, n_sure, c,
                     [&](const MixedChunk& ch, int m, int chunk_bad) {
                       for (int k = 0; k < m; ++k) {
                         MixedPair mp;

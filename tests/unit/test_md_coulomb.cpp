@@ -798,6 +798,78 @@ TEST(PairCoulLong, MixedLoopsTakeEitherSlotAndFindSpecialsByLocalIndex) {
         }
 }
 
+// The spatial half list's distance shells (ListShells): with the atoms moved after the build
+// (each by 0.2 A in x-y, within the half skin of 0.25 A), the mixed-precision loops leave out the far
+// shells that no pair of them can have come within the cutoff from, and take the near ones
+// without the first pass's test: the same bits as the loops over whole rows
+// (CUMULUS_NO_SHELLS) and as the generic loops over a list built at the moved positions, at 1 and
+// 2 threads, in every hand-written loop the CPU runs. Moved 0.2 A, pairs of the shell from 8.16 A
+// come within the cutoff (8 A): a cut that ignored the displacement would lose them.
+TEST(PairCoulLong, MixedShellsLeaveTheBits) {
+  const RestoreLoop restore;
+  Exec ex;
+  MixedIons m(ex);
+  const int n = m.ions.atoms.nown();
+  std::vector<double> at[3];
+  for (int d = 0; d < 3; ++d) at[d].assign(m.ions.atoms.hx(d), m.ions.atoms.hx(d) + n);
+  // Each atom 0.2 A along a direction of its own (wrapped into the box).
+  auto move = [&] {
+    std::uint64_t st = 12345;
+    auto uniform = [&] {
+      st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+      return static_cast<double>(st >> 11) * 0x1p-53;
+    };
+    for (int k = 0; k < n; ++k) {
+      const double phi = 6.283185307179586 * uniform();
+      const double dir[3] = {std::cos(phi), std::sin(phi), 0.0};  // in x-y: no nearer than the chains' 1.1 A in z
+      for (int d = 0; d < 3; ++d) {
+        double x = at[d][static_cast<std::size_t>(k)] + 0.2 * dir[d];
+        x -= m.ions.box[d] * std::floor(x / m.ions.box[d]);
+        m.ions.atoms.hx(d)[k] = x;
+      }
+    }
+    m.ions.atoms.store.upload();  // the host mirror to the backend's arrays (the view's)
+  };
+  auto restore_positions = [&] {
+    for (int d = 0; d < 3; ++d) std::copy(at[d].begin(), at[d].end(), m.ions.atoms.hx(d));
+    m.ions.atoms.store.upload();
+  };
+  move();
+  const MixedIons::Out generic = m.run(ex, 2, false, true);  // a list of the moved atoms
+  for (int w = 0; w < 5; ++w) ASSERT_TRUE(all_finite(generic.w[w])) << "array " << w;
+  const std::vector<double> generic_sums(generic.sums, generic.sums + 9);
+  for (int threads : {1, 2})
+    for (HostLoop loop : {HostLoop::cpu, HostLoop::avx2})
+      for (bool whole_rows : {false, true}) {
+        SCOPED_TRACE(testing::Message() << threads << " threads, " << loop_name(loop) << (whole_rows ? ", whole rows" : ", shells"));
+        restore_positions();
+        take_loop(loop);
+        const int saved = omp_get_max_threads();
+        omp_set_num_threads(threads);
+        std::unique_ptr<NeighborList> list;
+        Atoms a = m.listed(ex, true, list, true);  // built before the move
+        ASSERT_TRUE(a.half);
+        ASSERT_NE(a.shells.end, nullptr);
+        move();
+        if (whole_rows) ::setenv("CUMULUS_NO_SHELLS", "1", 1);
+        const LjTable32 lj32{m.c32.data(), m.ntypes};
+        std::vector<std::int64_t> scratch;
+        coul_mixed_kernels::host_pass::coul_forces_half_mixed(a, lj32, m.p32, scratch);
+        ExactSum sums[9];
+        coul_mixed_kernels::host_pass::coul_sums_half_mixed(a, lj32, m.p32, -60, sums);
+        ::unsetenv("CUMULUS_NO_SHELLS");
+        omp_set_num_threads(saved);
+        take_loop(HostLoop::cpu);
+        const double* got[5] = {a.fx, a.fy, a.fz, a.pe, a.virial};
+        for (int w = 0; w < 5; ++w) EXPECT_TRUE(same_bits(generic.w[w], std::vector<double>(got[w], got[w] + IonChains::n))) << "array " << w;
+        std::vector<double> sv(9);
+        for (int w = 0; w < 9; ++w)
+          if (!sums[w].value_rounded(-60, &sv[static_cast<std::size_t>(w)])) sv[static_cast<std::size_t>(w)] = std::nan("");
+        EXPECT_TRUE(same_bits(generic_sums, sv)) << "the nine sums";
+      }
+  restore_positions();
+}
+
 // The hand-written loops take a row's list entries in chunks (256; these rows hold 50-200): chunks
 // of 16 and 48 (CUMULUS_PAIR_CHUNK), so that rows cross chunks, give the same bits in double (full
 // list at 2 threads, half list at 1 and 2: the special partners' cursor, the stored rows and the
