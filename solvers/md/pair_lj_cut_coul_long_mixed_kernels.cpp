@@ -658,6 +658,8 @@ void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParam
 #endif
 #pragma omp parallel num_threads(nthreads)
   {
+    // The team that runs (fewer than asked under OMP_DYNAMIC): only its arrays are zeroed and added.
+    const int team = omp_get_num_threads();
 #pragma omp for schedule(static)
     for (std::size_t k = 0; k < nl; ++k) {
       xyzq[4 * k] = a.x[k];
@@ -731,7 +733,7 @@ void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParam
     for (int i = 0; i < nsum; ++i) {
       std::int64_t t[5] = {0, 0, 0, 0, 0};
       std::int64_t bad = 0;
-      for (int th = 0; th < nthreads; ++th) {
+      for (int th = 0; th < team; ++th) {
         const MixedAcc o = mixed_acc(base + per * static_cast<std::size_t>(th), nl);
         const std::int64_t* const ri = o.rows + 4 * static_cast<std::size_t>(i);
         for (int w = 0; w < 3; ++w) t[w] += ri[w];

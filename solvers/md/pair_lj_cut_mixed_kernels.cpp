@@ -132,6 +132,8 @@ void lj_forces_half_mixed(const Atoms& a, const LjTable32& lj, std::vector<std::
   const bool energy = a.energy;
 #pragma omp parallel num_threads(nthreads)
   {
+    // The team that runs (fewer than asked under OMP_DYNAMIC): only its arrays are zeroed and added.
+    const int team = omp_get_num_threads();
     std::int64_t* const mine = scratch.data() + per * static_cast<std::size_t>(omp_get_thread_num());
     std::int64_t* const col[kCols] = {mine, mine + nl, mine + 2 * nl, mine + 3 * nl, mine + 4 * nl, mine + 5 * nl};
     std::fill(mine, mine + per, std::int64_t{0});
@@ -166,7 +168,7 @@ void lj_forces_half_mixed(const Atoms& a, const LjTable32& lj, std::vector<std::
     for (int i = 0; i < nsum; ++i) {
       std::int64_t t[5] = {0, 0, 0, 0, 0};
       std::int64_t bad = 0;
-      for (int th = 0; th < nthreads; ++th) {
+      for (int th = 0; th < team; ++th) {
         const std::int64_t* const o = scratch.data() + per * static_cast<std::size_t>(th) + static_cast<std::size_t>(i);
         for (int w = 0; w < 5; ++w) t[w] += o[w * nl];
         bad |= o[5 * nl];

@@ -870,6 +870,46 @@ TEST(PairCoulLong, MixedShellsLeaveTheBits) {
   restore_positions();
 }
 
+// The mixed half-list loop's per-thread arrays are zeroed and added by the team that runs, which
+// can be smaller than omp_get_max_threads() (OMP_DYNAMIC, or a call from inside a parallel region,
+// which runs a team of one while the setting stays 2): called so, with its scratch full of
+// leftovers, it gives the bits of a plain call.
+TEST(PairCoulLong, MixedHalfLoopAddsOnlyTheTeamThatRan) {
+  const RestoreLoop restore;
+  Exec ex;
+  MixedIons m(ex);
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(2);
+  std::unique_ptr<NeighborList> list;
+  Atoms a = m.listed(ex, true, list, true);
+  ASSERT_TRUE(a.half);
+  const LjTable32 lj32{m.c32.data(), m.ntypes};
+  std::vector<std::int64_t> scratch;
+  coul_mixed_kernels::host_pass::coul_forces_half_mixed(a, lj32, m.p32, scratch);
+  std::vector<double> ref[5];
+  const double* got[5] = {a.fx, a.fy, a.fz, a.pe, a.virial};
+  for (int w = 0; w < 5; ++w) ref[w].assign(got[w], got[w] + IonChains::n);
+  for (int w = 0; w < 5; ++w) ASSERT_TRUE(all_finite(ref[w])) << "array " << w;
+  std::fill(scratch.begin(), scratch.end(), std::int64_t{0x123456789});
+  int inner_team = 0, inner_max = 0;
+#pragma omp parallel num_threads(2)
+  {
+#pragma omp single
+    {
+#pragma omp parallel
+      inner_team = omp_get_num_threads();
+      inner_max = omp_get_max_threads();
+      coul_mixed_kernels::host_pass::coul_forces_half_mixed(a, lj32, m.p32, scratch);
+    }
+  }
+  omp_set_num_threads(saved);
+  if (omp_get_max_active_levels() <= 1) {
+    EXPECT_EQ(inner_team, 1);
+    EXPECT_GT(inner_max, 1) << "the call from inside a region no longer asks for more threads than run: the test has no bite";
+  }
+  for (int w = 0; w < 5; ++w) EXPECT_TRUE(same_bits(ref[w], std::vector<double>(got[w], got[w] + IonChains::n))) << "array " << w;
+}
+
 // The hand-written loops take a row's list entries in chunks (256; these rows hold 50-200): chunks
 // of 16 and 48 (CUMULUS_PAIR_CHUNK), so that rows cross chunks, give the same bits in double (full
 // list at 2 threads, half list at 1 and 2: the special partners' cursor, the stored rows and the
