@@ -21,8 +21,8 @@ struct ListShells {
   static constexpr int kCount = 8;
   // Shell k >= 1 holds the partners whose distance r at the build was at least edge(k - 1), shell
   // k < kCount - 1 those below edge(k) (to a few roundings: the builder computes shell(r^2)).
-  // Edges from 0.45 to 0.95 of the reach, 0.6 A apart at 12 A: the force calls' decisions fall
-  // within a skin of the cutoff, the last two-fifths of a water list.
+  // Edges from 0.66 to 0.96 of the reach, 0.6 A apart at 12 A (7.9 to 11.5 A): the force calls'
+  // decisions fall within a skin of the cutoff (water: 10 A, skin 2 A).
   static double edge(int k, double reach) { return reach * (0.66 + 0.05 * k); }
   static int shell(double r2, double inv_reach) {
     const double t = (__builtin_sqrt(r2) * inv_reach - 0.66) * 20 + 1;

@@ -4,6 +4,7 @@
 // list (each pair once); otherwise a full list (each thread owns its atoms' sums).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #if defined(__x86_64__)
@@ -177,13 +178,24 @@ __attribute__((target("avx2"))) int scan_candidates_avx2(const ScanQuery& q, int
   return count;
 }
 #endif
-int scan_candidates(const ScanQuery& q, int n, const double* x, const double* y, const double* z, const int* rank,
+// The builder's hand-written loops: the CPU's best, or for the tests, as for the pair loops,
+// CUMULUS_NO_AVX512 (the compiler's loop and the scalar shell sort) or CUMULUS_HOST_AVX2 (the AVX2
+// scan) in the environment; read once a build.
+enum class ScanIsa { portable, avx2, avx512 };
+ScanIsa scan_isa() {
+#if defined(__x86_64__)
+  static const bool avx512 = __builtin_cpu_supports("avx512f"), avx2 = __builtin_cpu_supports("avx2");
+  if (std::getenv("CUMULUS_NO_AVX512")) return ScanIsa::portable;
+  if (avx512 && !std::getenv("CUMULUS_HOST_AVX2")) return ScanIsa::avx512;
+  if (avx2) return ScanIsa::avx2;
+#endif
+  return ScanIsa::portable;
+}
+int scan_candidates(ScanIsa isa, const ScanQuery& q, int n, const double* x, const double* y, const double* z, const int* rank,
                     const int* local, int* out) {
 #if defined(__x86_64__)
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  if (avx512) return scan_candidates_avx512(q, n, x, y, z, rank, local, out);
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  if (avx2) return scan_candidates_avx2(q, n, x, y, z, rank, local, out);
+  if (isa == ScanIsa::avx512) return scan_candidates_avx512(q, n, x, y, z, rank, local, out);
+  if (isa == ScanIsa::avx2) return scan_candidates_avx2(q, n, x, y, z, rank, local, out);
 #endif
   return scan_candidates_auto(q, n, x, y, z, rank, local, out);
 }
@@ -250,12 +262,12 @@ __attribute__((target("avx512f"))) void shell_partition_avx512(const int* cand, 
 }
 #pragma GCC diagnostic pop
 #endif
-void shell_partition(const int* cand, const double* r2, int m, const int* rank_to_local, double inv_rl, int* out, int* ends,
-                     int* scratch) {
+void shell_partition(ScanIsa isa, const int* cand, const double* r2, int m, const int* rank_to_local, double inv_rl, int* out,
+                     int* ends, int* scratch) {
 #if defined(__x86_64__)
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  if (avx512) return shell_partition_avx512(cand, r2, m, rank_to_local, inv_rl, out, ends, scratch);
+  if (isa == ScanIsa::avx512) return shell_partition_avx512(cand, r2, m, rank_to_local, inv_rl, out, ends, scratch);
 #endif
+  (void)scratch;
   shell_partition_scalar(cand, r2, m, rank_to_local, inv_rl, out, ends);
 }
 
@@ -377,6 +389,7 @@ class HostNeighborList : public NeighborList {
     constexpr int kShells = ListShells::kCount;
     const bool shells = half && !id_order;
     const double inv_rl = 1 / rl;
+    const ScanIsa isa = scan_isa();
     if (shells) {
       shell_end_.assign(static_cast<std::size_t>(nslots) * kShells, 0);
       shell_x0_.resize(3 * static_cast<std::size_t>(nlocal));
@@ -481,7 +494,7 @@ class HostNeighborList : public NeighborList {
               q.free_local = keep == Keep::forward ? nown : 0;
               q.min_local = keep == Keep::forward ? 0 : nown;
             }
-            ncand += static_cast<std::size_t>(scan_candidates(q, k1 - k0, psx + k0, psy + k0, psz + k0, prank + k0,
+            ncand += static_cast<std::size_t>(scan_candidates(isa, q, k1 - k0, psx + k0, psy + k0, psz + k0, prank + k0,
                                                               plocal + k0, cand.data() + ncand));
           };
           for (int dz = -reach; dz <= reach; ++dz) {
@@ -574,7 +587,8 @@ class HostNeighborList : public NeighborList {
         // Ascending global id: the force on an atom sums its pairs in the same order at any rank
         // count and whenever the list was built (a restart rebuilds it elsewhere in time). A
         // force term whose sums do not depend on the order (set_id_order) takes them in the
-        // order the scan found them: the ordering was a third of a build.
+        // order the scan found them (the ordering was a third of a build), grouped by distance
+        // shell (ListShells) where the list is a half list.
         if (ncand > 0) {
           const auto first = cand.begin(), last = cand.begin() + static_cast<std::ptrdiff_t>(ncand);
           // Written in place (no push_back: its capacity check per entry was measurable).
@@ -587,7 +601,7 @@ class HostNeighborList : public NeighborList {
           if (shells) {  // by shell of the scan's r^2, in scan order within a shell
             if (shell_of.size() < 2 * ncand + 32) shell_of.resize(2 * ncand + 32);
             mine.resize(base + ncand + 16);  // room for whole vectors past the row (shell_partition)
-            shell_partition(cand.data(), cand_r2.data(), static_cast<int>(ncand), rank_to_local, inv_rl, mine.data() + base,
+            shell_partition(isa, cand.data(), cand_r2.data(), static_cast<int>(ncand), rank_to_local, inv_rl, mine.data() + base,
                             shell_end_.data() + static_cast<std::size_t>(slot) * kShells, shell_of.data());
             mine.resize(base + ncand);
           } else if (!id_order) {

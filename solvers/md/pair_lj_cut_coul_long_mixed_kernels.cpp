@@ -4,8 +4,11 @@
 // (fixed_point.hpp), so the sums do not depend on the order of the pairs: the host's half list
 // serves any number of threads (each pair once, its partner's share in the thread's own arrays),
 // the full list and CUDA give the same bits, and so does every rank count.
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 #if !defined(__CUDACC__)
 #include <omp.h>
@@ -212,7 +215,8 @@ ShellCut shell_cut(const Atoms& a, float reach2) {
     const double* const x0 = sh.x0 + 3 * static_cast<std::size_t>(k);
     const double dx = minimum_image(a.x[k] - x0[0], a.box[0]), dy = minimum_image(a.y[k] - x0[1], a.box[1]),
                  dz = minimum_image(a.z[k] - x0[2], a.box[2]);
-    d2 = std::max(d2, dx * dx + dy * dy + dz * dz);
+    const double r2 = dx * dx + dy * dy + dz * dz;
+    if (!(r2 <= d2)) d2 = r2;  // NaN kept: then no shell is left out nor taken untested (whole rows)
   }
   // Margins far above the roundings: of the distances (fp64), and of fp32 r^2 against reach2
   // (a pair whose fp32 r^2 is at least reach2 has zero terms; fp64 r a millionth beyond its root

@@ -26,6 +26,7 @@
 #include "solvers/md/force.hpp"
 #include "solvers/md/neighbor_list.hpp"
 #include "solvers/md/fixed_point.hpp"
+#include "solvers/md/pair_lj_cut.hpp"
 #include "solvers/md/pair_lj_cut_coul_long.hpp"
 #include "solvers/md/setup.hpp"
 #include "solvers/md/topology.hpp"
@@ -798,13 +799,14 @@ TEST(PairCoulLong, MixedLoopsTakeEitherSlotAndFindSpecialsByLocalIndex) {
         }
 }
 
-// The spatial half list's distance shells (ListShells): with the atoms moved after the build
-// (each by 0.2 A in x-y, within the half skin of 0.25 A), the mixed-precision loops leave out the far
-// shells that no pair of them can have come within the cutoff from, and take the near ones
-// without the first pass's test: the same bits as the loops over whole rows
-// (CUMULUS_NO_SHELLS) and as the generic loops over a list built at the moved positions, at 1 and
-// 2 threads, in every hand-written loop the CPU runs. Moved 0.2 A, pairs of the shell from 8.16 A
-// come within the cutoff (8 A): a cut that ignored the displacement would lose them.
+// The half list's distance shells (ListShells; these ions' box holds two list bins an axis, so
+// the all-pairs path builds it): with the atoms moved after the build in x-y (within the half skin
+// of 0.25 A), the mixed-precision loops leave out the far shells that no pair can have come within
+// the cutoff from (moved 0.05 A: the shell from 8.16 A) and take the near ones without the first
+// pass's test: the same bits as the loops over whole rows (CUMULUS_NO_SHELLS) and as the generic
+// loops over a list built at the moved positions, at 1 and 2 threads, in every hand-written loop
+// the CPU runs. Moved 0.2 A (no shell left out), pairs of the shell from 8.16 A come within the
+// cutoff (8 A): a cut that ignored the displacement would lose them.
 TEST(PairCoulLong, MixedShellsLeaveTheBits) {
   const RestoreLoop restore;
   Exec ex;
@@ -812,8 +814,8 @@ TEST(PairCoulLong, MixedShellsLeaveTheBits) {
   const int n = m.ions.atoms.nown();
   std::vector<double> at[3];
   for (int d = 0; d < 3; ++d) at[d].assign(m.ions.atoms.hx(d), m.ions.atoms.hx(d) + n);
-  // Each atom 0.2 A along a direction of its own (wrapped into the box).
-  auto move = [&] {
+  // Each atom `by` A along a direction of its own (wrapped into the box).
+  auto move = [&](double by) {
     std::uint64_t st = 12345;
     auto uniform = [&] {
       st = st * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -823,7 +825,7 @@ TEST(PairCoulLong, MixedShellsLeaveTheBits) {
       const double phi = 6.283185307179586 * uniform();
       const double dir[3] = {std::cos(phi), std::sin(phi), 0.0};  // in x-y: no nearer than the chains' 1.1 A in z
       for (int d = 0; d < 3; ++d) {
-        double x = at[d][static_cast<std::size_t>(k)] + 0.2 * dir[d];
+        double x = at[d][static_cast<std::size_t>(k)] + by * dir[d];
         x -= m.ions.box[d] * std::floor(x / m.ions.box[d]);
         m.ions.atoms.hx(d)[k] = x;
       }
@@ -834,14 +836,16 @@ TEST(PairCoulLong, MixedShellsLeaveTheBits) {
     for (int d = 0; d < 3; ++d) std::copy(at[d].begin(), at[d].end(), m.ions.atoms.hx(d));
     m.ions.atoms.store.upload();
   };
-  move();
+  for (double by : {0.05, 0.2}) {
+  move(by);
   const MixedIons::Out generic = m.run(ex, 2, false, true);  // a list of the moved atoms
   for (int w = 0; w < 5; ++w) ASSERT_TRUE(all_finite(generic.w[w])) << "array " << w;
   const std::vector<double> generic_sums(generic.sums, generic.sums + 9);
   for (int threads : {1, 2})
     for (HostLoop loop : {HostLoop::cpu, HostLoop::avx2})
       for (bool whole_rows : {false, true}) {
-        SCOPED_TRACE(testing::Message() << threads << " threads, " << loop_name(loop) << (whole_rows ? ", whole rows" : ", shells"));
+        SCOPED_TRACE(testing::Message() << "moved " << by << " A, " << threads << " threads, " << loop_name(loop)
+                                        << (whole_rows ? ", whole rows" : ", shells"));
         restore_positions();
         take_loop(loop);
         const int saved = omp_get_max_threads();
@@ -850,7 +854,7 @@ TEST(PairCoulLong, MixedShellsLeaveTheBits) {
         Atoms a = m.listed(ex, true, list, true);  // built before the move
         ASSERT_TRUE(a.half);
         ASSERT_NE(a.shells.end, nullptr);
-        move();
+        move(by);
         if (whole_rows) ::setenv("CUMULUS_NO_SHELLS", "1", 1);
         const LjTable32 lj32{m.c32.data(), m.ntypes};
         std::vector<std::int64_t> scratch;
@@ -867,14 +871,15 @@ TEST(PairCoulLong, MixedShellsLeaveTheBits) {
           if (!sums[w].value_rounded(-60, &sv[static_cast<std::size_t>(w)])) sv[static_cast<std::size_t>(w)] = std::nan("");
         EXPECT_TRUE(same_bits(generic_sums, sv)) << "the nine sums";
       }
+  }
   restore_positions();
 }
 
-// The mixed half-list loop's per-thread arrays are zeroed and added by the team that runs, which
-// can be smaller than omp_get_max_threads() (OMP_DYNAMIC, or a call from inside a parallel region,
-// which runs a team of one while the setting stays 2): called so, with its scratch full of
-// leftovers, it gives the bits of a plain call.
-TEST(PairCoulLong, MixedHalfLoopAddsOnlyTheTeamThatRan) {
+// The mixed half-list loops' per-thread arrays (lj/cut/coul/long's and lj/cut's) are zeroed and
+// added by the team that runs, which can be smaller than omp_get_max_threads() (OMP_DYNAMIC, or a
+// call from inside a parallel region, which runs a team of one while the setting stays 2): called
+// so, with its scratch full of leftovers, each gives the bits of a plain call.
+TEST(PairCoulLong, MixedHalfLoopsAddOnlyTheTeamThatRan) {
   const RestoreLoop restore;
   Exec ex;
   MixedIons m(ex);
@@ -884,30 +889,40 @@ TEST(PairCoulLong, MixedHalfLoopAddsOnlyTheTeamThatRan) {
   Atoms a = m.listed(ex, true, list, true);
   ASSERT_TRUE(a.half);
   const LjTable32 lj32{m.c32.data(), m.ntypes};
-  std::vector<std::int64_t> scratch;
-  coul_mixed_kernels::host_pass::coul_forces_half_mixed(a, lj32, m.p32, scratch);
-  std::vector<double> ref[5];
-  const double* got[5] = {a.fx, a.fy, a.fz, a.pe, a.virial};
-  for (int w = 0; w < 5; ++w) ref[w].assign(got[w], got[w] + IonChains::n);
-  for (int w = 0; w < 5; ++w) ASSERT_TRUE(all_finite(ref[w])) << "array " << w;
-  std::fill(scratch.begin(), scratch.end(), std::int64_t{0x123456789});
-  int inner_team = 0, inner_max = 0;
+  // lj/cut/coul/long's loop, then lj/cut's over the same list.
+  for (int term = 0; term < 2; ++term) {
+    SCOPED_TRACE(term == 0 ? "lj/cut/coul/long" : "lj/cut");
+    auto call = [&](std::vector<std::int64_t>& scratch) {
+      if (term == 0)
+        coul_mixed_kernels::host_pass::coul_forces_half_mixed(a, lj32, m.p32, scratch);
+      else
+        lj_mixed_kernels::host_pass::lj_forces_half_mixed(a, lj32, scratch);
+    };
+    std::vector<std::int64_t> scratch;
+    call(scratch);
+    std::vector<double> ref[5];
+    const double* got[5] = {a.fx, a.fy, a.fz, a.pe, a.virial};
+    for (int w = 0; w < 5; ++w) ref[w].assign(got[w], got[w] + IonChains::n);
+    for (int w = 0; w < 5; ++w) ASSERT_TRUE(all_finite(ref[w])) << "array " << w;
+    std::fill(scratch.begin(), scratch.end(), std::int64_t{0x123456789});
+    int inner_team = 0, inner_max = 0;
 #pragma omp parallel num_threads(2)
-  {
-#pragma omp single
     {
+#pragma omp single
+      {
 #pragma omp parallel
-      inner_team = omp_get_num_threads();
-      inner_max = omp_get_max_threads();
-      coul_mixed_kernels::host_pass::coul_forces_half_mixed(a, lj32, m.p32, scratch);
+        inner_team = omp_get_num_threads();
+        inner_max = omp_get_max_threads();
+        call(scratch);
+      }
     }
+    if (omp_get_max_active_levels() <= 1) {
+      EXPECT_EQ(inner_team, 1);
+      EXPECT_GT(inner_max, 1) << "the call from inside a region no longer asks for more threads than run: the test has no bite";
+    }
+    for (int w = 0; w < 5; ++w) EXPECT_TRUE(same_bits(ref[w], std::vector<double>(got[w], got[w] + IonChains::n))) << "array " << w;
   }
   omp_set_num_threads(saved);
-  if (omp_get_max_active_levels() <= 1) {
-    EXPECT_EQ(inner_team, 1);
-    EXPECT_GT(inner_max, 1) << "the call from inside a region no longer asks for more threads than run: the test has no bite";
-  }
-  for (int w = 0; w < 5; ++w) EXPECT_TRUE(same_bits(ref[w], std::vector<double>(got[w], got[w] + IonChains::n))) << "array " << w;
 }
 
 // The hand-written loops take a row's list entries in chunks (256; these rows hold 50-200): chunks

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <ostream>
 #include <random>
@@ -314,6 +315,81 @@ TEST_P(NeighborListTest, HostSpatialHalfListHoldsEachPairOnce) {
         EXPECT_EQ(got, want);
         EXPECT_EQ(list->pairs(), 2.0 * static_cast<double>(listed));
       }
+}
+
+// The distance shells of a half list without id order (ListShells, for an order-free force term):
+// each slot's row grouped by shell, the shells' ends ascending to the row's length, each entry's
+// distance (minimum image, as the force loops measure it) within its shell's edges (to a millionth
+// of the reach), the build positions kept; and the same rows, entry for entry, whichever of the
+// builder's scans and shell sorts runs (CUMULUS_HOST_AVX2, CUMULUS_NO_AVX512: every one the CPU
+// has), at 1 and 2 threads, spatial (no ghost slots) or not. With id order: no shells.
+TEST_P(NeighborListTest, HostShellsHoldTheirDistances) {
+  const Case c = GetParam();
+  Exec ex;
+  MdAtoms atoms(ex, {1.0});
+  load(atoms, random_points(c, 15), c.nown, ex);
+  const int nlocal = atoms.nlocal();
+  constexpr int K = ListShells::kCount;
+  for (int t : {1, 2})
+    for (bool ghost_slots : {false, true}) {
+      HostList first;
+      std::vector<int> first_ends;
+      for (const char* isa : {"", "CUMULUS_HOST_AVX2", "CUMULUS_NO_AVX512"}) {
+        SCOPED_TRACE(::testing::Message() << t << " threads" << (ghost_slots ? ", ghost slots" : "") << " " << isa);
+        Threads threads(t);
+        if (*isa) ::setenv(isa, "1", 1);
+        auto list = make_host_neighbor_list(ex);
+        list->allow_threaded_half(true);
+        list->allow_either_slot(true);
+        list->set_ghost_slots(ghost_slots);
+        list->set_id_order(false);
+        list->build(atoms, c.box, c.reach);
+        if (*isa) ::unsetenv(isa);
+        ASSERT_TRUE(list->half());
+        const ListShells sh = list->shells();
+        ASSERT_NE(sh.end, nullptr);
+        EXPECT_EQ(sh.nlocal, nlocal);
+        EXPECT_EQ(sh.reach, c.reach);
+        for (int k = 0; k < nlocal; ++k)
+          for (int d = 0; d < 3; ++d) ASSERT_EQ(sh.x0[3 * k + d], atoms.hx(d)[k]);
+        const HostList h = copy_list(*list, nlocal, ex);
+        const std::vector<int> ends(sh.end, sh.end + static_cast<std::size_t>(list->nslots()) * K);
+        std::size_t in_far = 0;
+        for (int s = 0; s < list->nslots(); ++s) {
+          const int i = h.order[static_cast<std::size_t>(s)];
+          const std::int64_t k0 = h.start[static_cast<std::size_t>(s)], len = h.start[static_cast<std::size_t>(s) + 1] - k0;
+          const int* e = ends.data() + static_cast<std::size_t>(s) * K;
+          ASSERT_EQ(e[K - 1], len) << "slot " << s;
+          for (int k = 0, from = 0; k < K; from = e[k], ++k) {
+            ASSERT_LE(from, e[k]) << "slot " << s;
+            for (int q = from; q < e[k]; ++q) {
+              const int j = h.nbr[static_cast<std::size_t>(k0 + q)];
+              const double r = std::sqrt(distance2(atoms, i, j, c.box));
+              if (k > 0) {
+                EXPECT_GE(r, ListShells::edge(k - 1, c.reach) * (1 - 1e-6)) << "slot " << s << ", shell " << k;
+              }
+              if (k < K - 1) {
+                EXPECT_LT(r, ListShells::edge(k, c.reach) * (1 + 1e-6)) << "slot " << s << ", shell " << k;
+              }
+              in_far += k == K - 1;
+            }
+          }
+        }
+        EXPECT_GT(in_far, 0u) << "no entry in the last shell: the test has no bite";
+        if (first.nbr.empty() && first.start.empty()) {
+          first = h;
+          first_ends = ends;
+        } else {
+          EXPECT_EQ(h.nbr, first.nbr) << "another scan, another list";
+          EXPECT_EQ(ends, first_ends);
+        }
+      }
+    }
+  // Partners in id order: no shells.
+  auto list = make_host_neighbor_list(ex);
+  list->allow_threaded_half(true);
+  list->build(atoms, c.box, c.reach);
+  EXPECT_EQ(list->shells().end, nullptr);
 }
 
 // The kernel builder (host backend), atoms left in place: the brute-force list, ghosts included.
