@@ -171,23 +171,22 @@ __attribute__((always_inline)) inline void pad_and_levels(const Atoms& a, int i,
   }
 }
 
-// type[k] = types[nb[k]] for k < m, 16 at a time by gathers (stores end within m rounded up to 16).
-__attribute__((target("avx512f"))) inline int take_types16(const int* types, const int* nb, int m, int* type) {
+// A chunk's partners all kept, as the first pass would keep them (a row's near shells: ListShells),
+// with their types where the row's LJ part needs them (`types`; else c.type is not read).
+inline int take_all(const Atoms& a, const int* nb, int m, bool types, int* j, int* type) {
+  std::memcpy(j, nb, static_cast<std::size_t>(m) * sizeof(int));
+  if (types)
+    for (int k = 0; k < m; ++k) type[k] = a.type[nb[k]];
+  return m;
+}
+// The same 16 at a time, the types by gathers (stores end within m rounded up to 16: c.j and
+// c.type have room).
+__attribute__((target("avx512f"))) inline int take_all16(const Atoms& a, const int* nb, int m, bool types, int* j, int* type) {
   for (int q = 0; q < m; q += 16) {
     const __mmask16 live = m - q >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (m - q)) - 1u);
     const __m512i jv = _mm512_maskz_loadu_epi32(live, nb + q);
-    _mm512_storeu_si512(type + q, _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, jv, types, 4));
-  }
-  return m;
-}
-// A chunk's partners all kept, as the first pass would keep them (a row's near shells: ListShells).
-inline int take_all(const Atoms& a, const int* nb, int m, bool several_types, int* j, int* type) {
-  if (m == 0) return 0;
-  std::memcpy(j, nb, static_cast<std::size_t>(m) * sizeof(int));
-  if (several_types) {
-    static const bool avx512 = __builtin_cpu_supports("avx512f");
-    if (avx512) return take_types16(a.type, nb, m, type);
-    for (int k = 0; k < m; ++k) type[k] = a.type[nb[k]];
+    _mm512_storeu_si512(j + q, jv);
+    if (types) _mm512_storeu_si512(type + q, _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, jv, a.type, 4));
   }
   return m;
 }
@@ -265,7 +264,9 @@ __attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const
   // (1) which entries may be within reach, in fp32 (pair_simd::pack_filter32: fp32 positions, a
   // threshold widened by their errors): their partners and types compacted in list order.
   const bool several_types = lj.ntypes > 1;
-  int mc = take_all(a, nb, m_sure, several_types, c.j, c.type);
+  // The row's LJ part, unless all of it is +0 (water's hydrogens): only then are types read.
+  const bool row_lj = p.lj && !(lj.ntypes <= 8 && tb.no_lj[lj.ntypes == 1 ? 0 : a.type[i]]);
+  int mc = take_all(a, nb, m_sure, several_types && row_lj, c.j, c.type);
   if (m_sure < m) mc += pair_simd::filter_chunk(tb.filter, a, i, nb + m_sure, m - m_sure, several_types, c.j + mc, c.type + mc);
   *bad = 0;
   if (mc == 0) return 0;
@@ -374,7 +375,9 @@ CUMULUS_AVX512_MIXED int mixed_chunk_avx512(int m, const int* nb, const Atoms& a
                                             bool energy, int m_sure, MixedChunk& c, int* bad) {
   namespace v16 = mixed_simd512;
   const bool several_types = lj.ntypes > 1;
-  int mc = take_all(a, nb, m_sure, several_types, c.j, c.type);
+  // The row's LJ part, unless all of it is +0 (water's hydrogens): only then are types read.
+  const bool row_lj = p.lj && !(lj.ntypes <= 8 && tb.no_lj[lj.ntypes == 1 ? 0 : a.type[i]]);
+  int mc = take_all16(a, nb, m_sure, several_types && row_lj, c.j, c.type);
   if (m_sure < m) mc += pair_simd::filter_chunk16(tb.filter, a, i, nb + m_sure, m - m_sure, several_types, c.j + mc, c.type + mc);
   *bad = 0;
   if (mc == 0) return 0;
