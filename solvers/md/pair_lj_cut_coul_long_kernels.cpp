@@ -301,8 +301,11 @@ __attribute__((target("avx512f,avx512vl"))) int coul_chunk_avx512(int m, const i
   const bool one_type = lj.ntypes == 1, special = a.nspecial > 0;
   const int ti = one_type ? 0 : a.type[i];
   const double* const rowd = &lj.c[ti * lj.ntypes].cut2;  // kFields doubles per partner type
+  // The row's LJ part, unless all of it is +0 (water's hydrogens' rows): F/r + 0 and 0 + ... change
+  // no bit of a sum, as in the AVX2 loop.
+  const bool with_lj = p.lj && !cf.skip_lj(ti);
   __m512d rowv[kFields];
-  if (p.lj && cf.few_types)
+  if (with_lj && cf.few_types)
     for (int k = 0; k < kFields; ++k) rowv[k] = one_type ? _mm512_set1_pd(rowd[k]) : _mm512_load_pd(cf.fields[ti][k]);
   const __m512d scv = _mm512_load_pd(cf.special_coul), slv = _mm512_load_pd(cf.special_lj);
   for (int q = 0; q < mp; q += 8) {
@@ -363,7 +366,7 @@ __attribute__((target("avx512f,avx512vl"))) int coul_chunk_avx512(int m, const i
     const __m512d neg = _mm512_castsi512_pd(_mm512_xor_si512(_mm512_castpd_si512(_mm512_sub_pd(one, fc)), sign));
     const __m512d ecorr = _mm512_mul_pd(_mm512_mul_pd(neg, qm), pv);
     __m512d evdwl = zero;
-    if (p.lj) {
+    if (with_lj) {
       // The partner type's coefficients: a permutation of the row's up to 8 types, gathers beyond.
       __m512d lcut2, lj1, lj2, lj3, lj4, off;
       if (one_type) {
