@@ -176,8 +176,8 @@ CUMULUS_COUL_CLONES void coul_chunk_terms(int m, const Atoms& a, const LjTable& 
 // What the hand-written loops need beyond CoulParams, prepared once per force call: the reach (the
 // largest cutoff: pairs beyond it are dropped, their terms being zeros), up to 8 types, each
 // type's row of LJ coefficients field by field (lane t: partner type t), for permutations, and
-// which types have no LJ at all (water's hydrogens: the AVX2 loop skips the LJ part of their rows,
-// whose terms are +0 and change no sum).
+// which types have no LJ at all (water's hydrogens: the AVX-512 and AVX2 loops skip the LJ part of
+// their rows, whose terms are +0 and change no sum).
 constexpr int kFields = sizeof(LjCoefficients) / sizeof(double);
 struct CoulFast {
   const double* xyzq = nullptr;  // each local atom's x, y, z, q together (32 bytes)
