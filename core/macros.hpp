@@ -24,3 +24,16 @@
 #else
 #define CUMULUS_LAMBDA_INLINE __attribute__((always_inline))
 #endif
+
+// Around hand-written SIMD code: GCC 12's AVX2 and AVX-512 headers pass _mm*_undefined_*() as the
+// unused source of their masked builtins and gathers, which -Wuninitialized and
+// -Wmaybe-uninitialized report once those inline into a caller (a known header issue, not ours).
+// Clang has no -Wmaybe-uninitialized.
+#if defined(__clang__)
+#define CUMULUS_SIMD_WARNINGS_OFF _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wuninitialized\"")
+#else
+#define CUMULUS_SIMD_WARNINGS_OFF                                                            \
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wuninitialized\"") \
+      _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"")
+#endif
+#define CUMULUS_SIMD_WARNINGS_ON _Pragma("GCC diagnostic pop")

@@ -12,6 +12,7 @@
 #endif
 #include <omp.h>
 
+#include "core/macros.hpp"
 #include "core/timers.hpp"
 #include "solvers/md/neighbor_list.hpp"
 
@@ -219,13 +220,7 @@ void shell_partition_scalar(const int* cand, const double* r2, int m, const int*
   for (int q = 0; q < m; ++q) out[at[ListShells::shell(r2[q], inv_rl)]++] = rank_to_local[cand[q]];
 }
 #if defined(__x86_64__)
-// GCC 12's AVX-512 headers pass _mm512_undefined_*() as the unused source of their masked
-// builtins, which -Wmaybe-uninitialized reports once they inline (a known header issue).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+CUMULUS_SIMD_WARNINGS_OFF  // core/macros.hpp
 // out: room for 16 entries past m (each shell's compressed vectors are stored whole: a compressing
 // store to memory is microcoded on AMD Zen 4).
 __attribute__((target("avx512f"))) void shell_partition_avx512(const int* cand, const double* r2, int m, const int* rank_to_local,
@@ -260,7 +255,7 @@ __attribute__((target("avx512f"))) void shell_partition_avx512(const int* cand, 
     ends[k] = n;
   }
 }
-#pragma GCC diagnostic pop
+CUMULUS_SIMD_WARNINGS_ON
 #endif
 void shell_partition(ScanIsa isa, const int* cand, const double* r2, int m, const int* rank_to_local, double inv_rl, int* out,
                      int* ends, int* scratch) {

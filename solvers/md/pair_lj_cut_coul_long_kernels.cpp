@@ -13,6 +13,7 @@
 #include <immintrin.h>
 #endif
 
+#include "core/macros.hpp"
 #include "solvers/md/pair_lj_cut_coul_long.hpp"
 #include "solvers/md/pair_host_simd.hpp"
 
@@ -207,13 +208,7 @@ struct CoulFast {
 };
 
 #if defined(__x86_64__)
-// GCC 12's AVX-512 headers pass _mm512_undefined_pd() as the unused source of their masked
-// builtins, which -Wuninitialized reports (a known header issue, not ours) once they inline here.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+CUMULUS_SIMD_WARNINGS_OFF  // core/macros.hpp
 // coul_chunk_terms by hand in AVX-512 (GCC 12 does not vectorise the gathers from the atoms and
 // the table at its generic tuning): coul_pair_tabulated's operations in its order, lane by lane, so
 // the same bits. Lanes past m repeat the last partner (the chunk's padding) and are never read.
@@ -412,7 +407,7 @@ __attribute__((target("avx512f,avx512vl"))) int coul_chunk_avx512(int m, const i
   }
   return mc;
 }
-#pragma GCC diagnostic pop
+CUMULUS_SIMD_WARNINGS_ON
 #endif
 
 #if defined(__x86_64__)
@@ -424,11 +419,7 @@ __attribute__((target("avx512f,avx512vl"))) int coul_chunk_avx512(int m, const i
 // separations and table places; (3) their terms. Returns how many were kept: their partners in c.j, their terms in
 // c.tx ... (the pairs dropped have zero terms: x + 0 = x, and no sum here is -0, so the sums' bits
 // are the same either way).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+CUMULUS_SIMD_WARNINGS_OFF  // core/macros.hpp
 inline bool has_avx2() { return __builtin_cpu_supports("avx2"); }
 // Whether coul_chunk takes the AVX2 loop: set by coul_fast (before any parallel region) at each
 // force call, from the CPU and CUMULUS_NO_AVX512.
@@ -588,7 +579,7 @@ __attribute__((target("avx2"))) int coul_chunk_avx2(int m, const int* nb, const 
   }
   return mc;
 }
-#pragma GCC diagnostic pop
+CUMULUS_SIMD_WARNINGS_ON
 #endif
 
 // The terms of a chunk of atom i's list nb[0 .. m): returns how many pairs it kept, their

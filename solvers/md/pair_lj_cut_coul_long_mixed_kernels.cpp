@@ -14,6 +14,7 @@
 #include <omp.h>
 #endif
 
+#include "core/macros.hpp"
 #include "solvers/md/fixed_point.hpp"
 #include "solvers/md/pair_host_simd.hpp"
 #include "solvers/md/pair_lj_cut_coul_long.hpp"
@@ -243,13 +244,7 @@ inline void row_span(const Atoms& a, const ShellCut& cut, int s, std::int64_t& n
   n_sure = cut.sure > 0 ? end[cut.sure - 1] : 0;
 }
 
-// GCC 12's AVX2 headers pass _mm256_undefined_pd() as the unused source of their gathers, which
-// -Wuninitialized reports once they inline here (a known header issue, as in the double loop's file).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+CUMULUS_SIMD_WARNINGS_OFF  // core/macros.hpp
 // Atom i's partners nb[0 .. m) (m <= kChunk): keeps those within tb.reach2 (see above) and puts their
 // terms into c.f, c.e, c.v in list order. Returns how many were kept (partners in c.j, levels in
 // c.level), and in *bad fixed_terms' bad bits over the lanes (then the values of the bad lanes are
@@ -488,7 +483,7 @@ CUMULUS_AVX512_MIXED int mixed_chunk_avx512(int m, const int* nb, const Atoms& a
   return mc;
 }
 
-#pragma GCC diagnostic pop
+CUMULUS_SIMD_WARNINGS_ON
 
 // The chunk's terms lane by lane by the generic path (fixed_terms), with each lane's bad bits: the
 // rare chunk in which a term was out of range.

@@ -8,19 +8,14 @@
 
 #include <cstdint>
 
+#include "core/macros.hpp"
 #include "solvers/md/fixed_point.hpp"
 #include "solvers/md/pair_host_simd.hpp"
 #include "solvers/md/pair_lj_cut_coul_long.hpp"
 
 namespace cumulus::md::mixed_simd {
 
-// GCC 12's AVX2 headers pass _mm256_undefined_pd() as the unused source of their gathers, which
-// -Wuninitialized reports once they inline into a caller (a known header issue).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+CUMULUS_SIMD_WARNINGS_OFF  // core/macros.hpp
 
 // minimum_image on 4 lanes: d - L above L/2, d + L below -L/2.
 __attribute__((target("avx2"))) inline __m256d image4(__m256d d, __m256d L, __m256d h, __m256d mh) {
@@ -254,7 +249,7 @@ __attribute__((target("avx2"))) inline void lj_rows(const Tables& tb, int ti, __
   for (int w = 0; w < 6; ++w) row[w] = _mm256_load_ps(tb.rows[ti][w]);
 }
 
-#pragma GCC diagnostic pop
+CUMULUS_SIMD_WARNINGS_ON
 
 }  // namespace cumulus::md::mixed_simd
 #endif

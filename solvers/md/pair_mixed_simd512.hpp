@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "core/macros.hpp"
 #include "solvers/md/fixed_point.hpp"
 #include "solvers/md/pair_host_simd.hpp"
 #include "solvers/md/pair_mixed_simd.hpp"
@@ -17,13 +18,7 @@
 
 namespace cumulus::md::mixed_simd512 {
 
-// GCC 12's AVX-512 headers pass _mm512_undefined_*() as the unused source of their masked
-// builtins, which -Wuninitialized reports once they inline (as in pair_mixed_simd.hpp).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+CUMULUS_SIMD_WARNINGS_OFF  // core/macros.hpp
 
 // The AVX-512 subsets the loop uses (F, VL, DQ, BW: every AVX-512 CPU since Skylake-SP and Zen 4).
 inline bool has_avx512_mixed() {
@@ -216,7 +211,7 @@ CUMULUS_AVX512_MIXED __attribute__((always_inline)) inline void to_fixed(const T
     to_fixed_as<false>(t, dx, dy, dz, r2, energy, out, ok_f, ok_e);
 }
 
-#pragma GCC diagnostic pop
+CUMULUS_SIMD_WARNINGS_ON
 
 }  // namespace cumulus::md::mixed_simd512
 #endif
