@@ -359,11 +359,15 @@ class HostNeighborList : public NeighborList {
         for (int k = count[b]; k < count[b + 1]; ++k)
           bin_max_rank[b] = std::max(bin_max_rank[b], srank[static_cast<std::size_t>(k)]);
     }
-    // Atoms in contiguous chunks per OpenMP thread, each chunk's lists joined in thread order: the
-    // same list whatever the thread count (each atom's own list is sorted).
+    // Slots in contiguous blocks, taken by the threads as they come free, each block's rows joined
+    // in block order: the same list whatever the thread count (each slot's row is its own). Blocks
+    // rather than a share per thread: rows differ in cost (a half list's in id order: the slots of
+    // small ids keep more partners), and with two equal shares one thread took 1.3x the other's
+    // time (water at two threads: 17.6 against 13.7 ms a build).
     tph.reset();
     auto tpairs_region = std::make_unique<ScopedTimer>("md.neighbor_build.pairs");
     const int nthreads = omp_get_max_threads();
+    constexpr int kBlocksPerThread = 16;
     // One thread on the host: a half list (each pair once; pair_lj_cut_kernels.cpp's lj_forces_half gives
     // the full list's bits at half the work). Otherwise the full list (threads and CUDA threads
     // each own their atoms' sums), unless the force term takes a half list at any thread count
@@ -371,9 +375,10 @@ class HostNeighborList : public NeighborList {
     // computed ahead and added in the one-thread order: coul_forces_half).
     half_ = ex.backend() == Backend::host && (nthreads == 1 || threaded_half_);
     const int nslots = half_ ? nlocal : n_own;
-    // The threads' list parts persist across builds (their capacity: no fresh pages each build).
+    // The blocks' list parts persist across builds (their capacity: no fresh pages each build).
     std::vector<std::vector<int>>& part = parts_;
-    part.resize(static_cast<std::size_t>(nthreads));
+    const int nblocks = nthreads == 1 ? 1 : std::max(1, std::min(nslots, kBlocksPerThread * nthreads));
+    part.resize(static_cast<std::size_t>(nblocks));
     for (auto& p : part) p.clear();
     std::vector<std::int64_t> counts_per_atom(static_cast<std::size_t>(nslots), 0);
     const bool half = half_, ghost_slots = ghost_slots_, id_order = id_order_;
@@ -410,14 +415,10 @@ class HostNeighborList : public NeighborList {
     // allocation of its list part, say) is kept and thrown after the region, where the caller's
     // handler names it (issue #20).
     std::exception_ptr failure;
+    int next_block = 0;
 #pragma omp parallel num_threads(nthreads)
     try {
-      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-      const int i0 = static_cast<int>(static_cast<std::int64_t>(nslots) * t / nt);
-      const int i1 = static_cast<int>(static_cast<std::int64_t>(nslots) * (t + 1) / nt);
-      std::vector<int>& mine = part[static_cast<std::size_t>(t)];
-      // Room for as many pairs per atom as last time, and a margin (growing it copies).
-      mine.reserve(static_cast<std::size_t>((i1 - i0) * (pairs_ / std::max(nslots, 1) * 1.1 + 8)));
+      const int t = omp_get_thread_num();
       // Candidates as ranks in id order (idrank): a bitmap over the ranks puts them in ascending
       // id without a comparison sort when they span few words (ids that are near in space are
       // mostly near in number); otherwise they are sorted.
@@ -431,202 +432,216 @@ class HostNeighborList : public NeighborList {
       const int* const prank = srank.data();
       const int* const plocal = bins.data();
       std::int64_t entries_int = 0;
-      for (int slot = i0; slot < i1; ++slot) {
-        const int i = half ? by_rank[static_cast<std::size_t>(slot)] : slot;
-        const bool own_i = i < nown;
-        if (half && !own_i && !ghost_slots) {  // its pairs are the owner's rank's (set_ghost_slots)
-          counts_per_atom[static_cast<std::size_t>(slot)] = 0;
-          continue;
-        }
-        std::size_t ncand = 0;
-        if (brute) {
-          for (int j = 0; j < nlocal; ++j)
-            if ((half ? idrank[static_cast<std::size_t>(j)] > slot && (own_i || j < nown)
-                      : lid[static_cast<std::size_t>(j)] != lid[static_cast<std::size_t>(i)]) &&
-                close(i, j)) {
-              if (ncand == cand.size()) cand.resize(2 * ncand + 64);
-              if (shells) {
-                if (cand_r2.size() < cand.size()) cand_r2.resize(cand.size());
-                cand_r2[ncand] = dist2(i, j);
-              }
-              cand[ncand++] = idrank[static_cast<std::size_t>(j)];
-            }
-        } else {
-          const int b0 = list_bin(lx[0][static_cast<std::size_t>(i)], 0), b1 = list_bin(lx[1][static_cast<std::size_t>(i)], 1),
-                    b2 = list_bin(lx[2][static_cast<std::size_t>(i)], 2);
-          const double xi = lx[0][static_cast<std::size_t>(i)], yi = lx[1][static_cast<std::size_t>(i)],
-                       zi = lx[2][static_cast<std::size_t>(i)];
-          // Which partners a slot keeps: full list, every other atom; half list, those of larger
-          // id (rank), and for a ghost only owned ones.
-          const int min_rank = half ? slot + 1 : 0;
-          const int max_local = half && !own_i ? nown : nlocal;
-          // A neighbour bin across the periodic boundary holds atoms one box length away: the
-          // shift is the minimum image (the same sums as minimum_image() in the force kernel).
-          auto wrap_bin = [&](int b, int d, double* shift) {
-            *shift = b < 0 ? box[d] : (b >= nb3[d] ? -box[d] : 0.0);
-            return b < 0 ? b + nb3[d] : (b >= nb3[d] ? b - nb3[d] : b);
-          };
-          // Rows of bins along x, (2 reach + 1) bins each, contiguous in the bin-sorted arrays
-          // unless they cross the periodic boundary (then up to three segments, each with its
-          // shift); rows whose y-z extent is beyond reach of the atom are skipped.
-          const double wy = box[1] / nb3[1], wz = box[2] / nb3[2], inv_wx = nb3[0] / box[0];
-          auto gap = [](double lo, double hi, double x) { return x < lo ? lo - x : (x > hi ? x - hi : 0.0); };
-          // Branch-free compaction: every candidate is written, and the count advances by one
-          // for a hit (a quarter of them: a branch on it would be mispredicted often).
-          const int self_rank = idrank[static_cast<std::size_t>(i)];
-          // keep: the slot's rule (rank), or the spatial half list's: owned partners and ghosts of
-          // larger id (forward), ghosts of larger id only (backward).
-          enum class Keep { rank, forward, backward };
-          auto scan = [&](int k0, int k1, double shx, double shy, double shz, Keep keep = Keep::rank) {
-            if (k1 <= k0) return;
-            if (ncand + (k1 - k0) + 16 > cand.size()) cand.resize(2 * (ncand + (k1 - k0)) + 16);
-            if (shells && cand_r2.size() < cand.size()) cand_r2.resize(cand.size());
-            ScanQuery q{xi, yi, zi, shx, shy, shz, rl2, self_rank, min_rank, max_local};
-            if (shells) q.r2 = cand_r2.data() + ncand;
-            if (keep != Keep::rank) {
-              q.min_rank = slot + 1;
-              q.max_local = nlocal;
-              q.free_local = keep == Keep::forward ? nown : 0;
-              q.min_local = keep == Keep::forward ? 0 : nown;
-            }
-            ncand += static_cast<std::size_t>(scan_candidates(isa, q, k1 - k0, psx + k0, psy + k0, psz + k0, prank + k0,
-                                                              plocal + k0, cand.data() + ncand));
-          };
-          for (int dz = -reach; dz <= reach; ++dz) {
-            const double gz = gap((b2 + dz) * wz, (b2 + dz + 1) * wz, zi);
-            if (gz * gz >= rl2) continue;
-            double shz;
-            const int bz = wrap_bin(b2 + dz, 2, &shz);
-            for (int dy = -reach; dy <= reach; ++dy) {
-              const double gy = gap((b1 + dy) * wy, (b1 + dy + 1) * wy, yi);
-              if (gz * gz + gy * gy >= rl2) continue;
-              double shy;
-              const int by = wrap_bin(b1 + dy, 1, &shy);
-              const std::size_t row = (static_cast<std::size_t>(bz) * nb3[1] + by) * nb3[0];
-              // The row's bins within reach along x: those the atom's chord of the sphere at this
-              // row's y-z gap meets (widened by a millionth of the reach, far above the rounding of
-              // the bounds: the scan's own test decides, so the same list). Rigid SPC/E at 12 A:
-              // 1,790 candidates an atom against 2,520 for whole rows, the pairs' pass 6 % faster.
-              // (Finer bins, reach 3 or 4, scan fewer still but were slower: each row segment
-              // costs about as much as 60 candidates.)
-              const double half_chord = std::sqrt(rl2 - gz * gz - gy * gy) + 1e-6 * rl;
-              const int lo = std::clamp(static_cast<int>(std::floor((xi - half_chord) * inv_wx)), b0 - reach, b0);
-              const int hi = std::clamp(static_cast<int>(std::floor((xi + half_chord) * inv_wx)), b0, b0 + reach);
-              if (half && !own_i) {
-                // A ghost's slot keeps owned partners only: bins without an owned atom (most of
-                // its stencil: the block's bins hold its owned atoms, the rest ghosts) are skipped.
-                // Neighbouring bins kept, contiguous in the bin-sorted arrays with the same shift,
-                // are scanned as one segment (a scan per bin cost more in calls than in
-                // candidates; the same hits, and the list is put in id order below).
-                int k0 = 0, k1 = 0;
-                double sh0 = 0;
-                for (int bx = lo; bx <= hi; ++bx) {
-                  double shx;
-                  const std::size_t b = row + static_cast<std::size_t>(wrap_bin(bx, 0, &shx));
-                  if (!(has_owned[b] && bin_max_rank[b] > slot)) continue;
-                  if (k1 > k0 && count[b] == k1 && shx == sh0) {
-                    k1 = count[b + 1];
-                    continue;
-                  }
-                  if (k1 > k0) scan(k0, k1, sh0, shy, shz);
-                  k0 = count[b], k1 = count[b + 1], sh0 = shx;
+      for (;;) {
+        int blk;
+#pragma omp atomic capture
+        blk = next_block++;
+        if (blk >= nblocks) break;
+        const int i0 = static_cast<int>(static_cast<std::int64_t>(nslots) * blk / nblocks);
+        const int i1 = static_cast<int>(static_cast<std::int64_t>(nslots) * (blk + 1) / nblocks);
+        std::vector<int>& mine = part[static_cast<std::size_t>(blk)];
+        // Room for as many pairs per atom as last time, and a margin (growing it copies).
+        mine.reserve(static_cast<std::size_t>((i1 - i0) * (pairs_ / std::max(nslots, 1) * 1.1 + 8)));
+        for (int slot = i0; slot < i1; ++slot) {
+          const int i = half ? by_rank[static_cast<std::size_t>(slot)] : slot;
+          const bool own_i = i < nown;
+          if (half && !own_i && !ghost_slots) {  // its pairs are the owner's rank's (set_ghost_slots)
+            counts_per_atom[static_cast<std::size_t>(slot)] = 0;
+            continue;
+          }
+          std::size_t ncand = 0;
+          if (brute) {
+            for (int j = 0; j < nlocal; ++j)
+              if ((half ? idrank[static_cast<std::size_t>(j)] > slot && (own_i || j < nown)
+                        : lid[static_cast<std::size_t>(j)] != lid[static_cast<std::size_t>(i)]) &&
+                  close(i, j)) {
+                if (ncand == cand.size()) cand.resize(2 * ncand + 64);
+                if (shells) {
+                  if (cand_r2.size() < cand.size()) cand_r2.resize(cand.size());
+                  cand_r2[ncand] = dist2(i, j);
                 }
-                if (k1 > k0) scan(k0, k1, sh0, shy, shz);
-                continue;
+                cand[ncand++] = idrank[static_cast<std::size_t>(j)];
               }
-              const int n0 = nb3[0];
-              if (spatial) {
-                // Whether a bin of the row within reach holds a ghost of larger id (a backward
-                // part's only partners).
-                auto ghost_above = [&](int b_lo, int b_hi) {
-                  if (nlocal == nown) return false;
-                  for (int bx = b_lo; bx <= b_hi; ++bx) {
+          } else {
+            const int b0 = list_bin(lx[0][static_cast<std::size_t>(i)], 0),
+                      b1 = list_bin(lx[1][static_cast<std::size_t>(i)], 1),
+                      b2 = list_bin(lx[2][static_cast<std::size_t>(i)], 2);
+            const double xi = lx[0][static_cast<std::size_t>(i)], yi = lx[1][static_cast<std::size_t>(i)],
+                         zi = lx[2][static_cast<std::size_t>(i)];
+            // Which partners a slot keeps: full list, every other atom; half list, those of larger
+            // id (rank), and for a ghost only owned ones.
+            const int min_rank = half ? slot + 1 : 0;
+            const int max_local = half && !own_i ? nown : nlocal;
+            // A neighbour bin across the periodic boundary holds atoms one box length away: the
+            // shift is the minimum image (the same sums as minimum_image() in the force kernel).
+            auto wrap_bin = [&](int b, int d, double* shift) {
+              *shift = b < 0 ? box[d] : (b >= nb3[d] ? -box[d] : 0.0);
+              return b < 0 ? b + nb3[d] : (b >= nb3[d] ? b - nb3[d] : b);
+            };
+            // Rows of bins along x, (2 reach + 1) bins each, contiguous in the bin-sorted arrays
+            // unless they cross the periodic boundary (then up to three segments, each with its
+            // shift); rows whose y-z extent is beyond reach of the atom are skipped.
+            const double wy = box[1] / nb3[1], wz = box[2] / nb3[2], inv_wx = nb3[0] / box[0];
+            auto gap = [](double lo, double hi, double x) { return x < lo ? lo - x : (x > hi ? x - hi : 0.0); };
+            // Branch-free compaction: every candidate is written, and the count advances by one
+            // for a hit (a quarter of them: a branch on it would be mispredicted often).
+            const int self_rank = idrank[static_cast<std::size_t>(i)];
+            // keep: the slot's rule (rank), or the spatial half list's: owned partners and ghosts of
+            // larger id (forward), ghosts of larger id only (backward).
+            enum class Keep { rank, forward, backward };
+            auto scan = [&](int k0, int k1, double shx, double shy, double shz, Keep keep = Keep::rank) {
+              if (k1 <= k0) return;
+              if (ncand + (k1 - k0) + 16 > cand.size()) cand.resize(2 * (ncand + (k1 - k0)) + 16);
+              if (shells && cand_r2.size() < cand.size()) cand_r2.resize(cand.size());
+              ScanQuery q{xi, yi, zi, shx, shy, shz, rl2, self_rank, min_rank, max_local};
+              if (shells) q.r2 = cand_r2.data() + ncand;
+              if (keep != Keep::rank) {
+                q.min_rank = slot + 1;
+                q.max_local = nlocal;
+                q.free_local = keep == Keep::forward ? nown : 0;
+                q.min_local = keep == Keep::forward ? 0 : nown;
+              }
+              ncand += static_cast<std::size_t>(scan_candidates(isa, q, k1 - k0, psx + k0, psy + k0, psz + k0,
+                                                                prank + k0, plocal + k0, cand.data() + ncand));
+            };
+            for (int dz = -reach; dz <= reach; ++dz) {
+              const double gz = gap((b2 + dz) * wz, (b2 + dz + 1) * wz, zi);
+              if (gz * gz >= rl2) continue;
+              double shz;
+              const int bz = wrap_bin(b2 + dz, 2, &shz);
+              for (int dy = -reach; dy <= reach; ++dy) {
+                const double gy = gap((b1 + dy) * wy, (b1 + dy + 1) * wy, yi);
+                if (gz * gz + gy * gy >= rl2) continue;
+                double shy;
+                const int by = wrap_bin(b1 + dy, 1, &shy);
+                const std::size_t row = (static_cast<std::size_t>(bz) * nb3[1] + by) * nb3[0];
+                // The row's bins within reach along x: those the atom's chord of the sphere at this
+                // row's y-z gap meets (widened by a millionth of the reach, far above the rounding of
+                // the bounds: the scan's own test decides, so the same list). Rigid SPC/E at 12 A:
+                // 1,790 candidates an atom against 2,520 for whole rows, the pairs' pass 6 % faster.
+                // (Finer bins, reach 3 or 4, scan fewer still but were slower: each row segment
+                // costs about as much as 60 candidates.)
+                const double half_chord = std::sqrt(rl2 - gz * gz - gy * gy) + 1e-6 * rl;
+                const int lo = std::clamp(static_cast<int>(std::floor((xi - half_chord) * inv_wx)), b0 - reach, b0);
+                const int hi = std::clamp(static_cast<int>(std::floor((xi + half_chord) * inv_wx)), b0, b0 + reach);
+                if (half && !own_i) {
+                  // A ghost's slot keeps owned partners only: bins without an owned atom (most of
+                  // its stencil: the block's bins hold its owned atoms, the rest ghosts) are skipped.
+                  // Neighbouring bins kept, contiguous in the bin-sorted arrays with the same shift,
+                  // are scanned as one segment (a scan per bin cost more in calls than in
+                  // candidates; the same hits, and the list is put in id order below).
+                  int k0 = 0, k1 = 0;
+                  double sh0 = 0;
+                  for (int bx = lo; bx <= hi; ++bx) {
                     double shx;
                     const std::size_t b = row + static_cast<std::size_t>(wrap_bin(bx, 0, &shx));
-                    if (has_ghost[b] && bin_max_rank[b] > slot) return true;
+                    if (!(has_owned[b] && bin_max_rank[b] > slot)) continue;
+                    if (k1 > k0 && count[b] == k1 && shx == sh0) {
+                      k1 = count[b + 1];
+                      continue;
+                    }
+                    if (k1 > k0) scan(k0, k1, sh0, shy, shz);
+                    k0 = count[b], k1 = count[b + 1], sh0 = shx;
                   }
-                  return false;
-                };
-                if (dz == 0 && dy == 0) {  // the atom's own row: forward past it in bin order
-                  const int at = pos_of[static_cast<std::size_t>(i)];
-                  scan(at + 1, count[row + std::min(hi, n0 - 1) + 1], 0.0, shy, shz, Keep::forward);
-                  if (hi >= n0) scan(count[row], count[row + hi - n0 + 1], -box[0], shy, shz, Keep::forward);
-                  if (ghost_above(lo, b0)) {
-                    scan(count[row + std::max(lo, 0)], at, 0.0, shy, shz, Keep::backward);
-                    if (lo < 0) scan(count[row + n0 + lo], count[row + n0], box[0], shy, shz, Keep::backward);
-                  }
+                  if (k1 > k0) scan(k0, k1, sh0, shy, shz);
                   continue;
                 }
-                const bool forward = dz > 0 || (dz == 0 && dy > 0);
-                if (!forward && !ghost_above(lo, hi)) continue;
-                const Keep keep = forward ? Keep::forward : Keep::backward;
-                if (lo < 0) scan(count[row + n0 + lo], count[row + n0], box[0], shy, shz, keep);
-                scan(count[row + std::max(lo, 0)], count[row + std::min(hi, n0 - 1) + 1], 0.0, shy, shz, keep);
-                if (hi >= n0) scan(count[row], count[row + hi - n0 + 1], -box[0], shy, shz, keep);
-                continue;
-              }
-              if (half) {
-                int top = -1;
-                for (int bx = lo; bx <= hi; ++bx) {
-                  double shx;
-                  top = std::max(top, bin_max_rank[row + static_cast<std::size_t>(wrap_bin(bx, 0, &shx))]);
+                const int n0 = nb3[0];
+                if (spatial) {
+                  // Whether a bin of the row within reach holds a ghost of larger id (a backward
+                  // part's only partners).
+                  auto ghost_above = [&](int b_lo, int b_hi) {
+                    if (nlocal == nown) return false;
+                    for (int bx = b_lo; bx <= b_hi; ++bx) {
+                      double shx;
+                      const std::size_t b = row + static_cast<std::size_t>(wrap_bin(bx, 0, &shx));
+                      if (has_ghost[b] && bin_max_rank[b] > slot) return true;
+                    }
+                    return false;
+                  };
+                  if (dz == 0 && dy == 0) {  // the atom's own row: forward past it in bin order
+                    const int at = pos_of[static_cast<std::size_t>(i)];
+                    scan(at + 1, count[row + std::min(hi, n0 - 1) + 1], 0.0, shy, shz, Keep::forward);
+                    if (hi >= n0) scan(count[row], count[row + hi - n0 + 1], -box[0], shy, shz, Keep::forward);
+                    if (ghost_above(lo, b0)) {
+                      scan(count[row + std::max(lo, 0)], at, 0.0, shy, shz, Keep::backward);
+                      if (lo < 0) scan(count[row + n0 + lo], count[row + n0], box[0], shy, shz, Keep::backward);
+                    }
+                    continue;
+                  }
+                  const bool forward = dz > 0 || (dz == 0 && dy > 0);
+                  if (!forward && !ghost_above(lo, hi)) continue;
+                  const Keep keep = forward ? Keep::forward : Keep::backward;
+                  if (lo < 0) scan(count[row + n0 + lo], count[row + n0], box[0], shy, shz, keep);
+                  scan(count[row + std::max(lo, 0)], count[row + std::min(hi, n0 - 1) + 1], 0.0, shy, shz, keep);
+                  if (hi >= n0) scan(count[row], count[row + hi - n0 + 1], -box[0], shy, shz, keep);
+                  continue;
                 }
-                if (top <= slot) continue;
+                if (half) {
+                  int top = -1;
+                  for (int bx = lo; bx <= hi; ++bx) {
+                    double shx;
+                    top = std::max(top, bin_max_rank[row + static_cast<std::size_t>(wrap_bin(bx, 0, &shx))]);
+                  }
+                  if (top <= slot) continue;
+                }
+                if (lo < 0) scan(count[row + n0 + lo], count[row + n0], box[0], shy, shz);
+                scan(count[row + std::max(lo, 0)], count[row + std::min(hi, n0 - 1) + 1], 0.0, shy, shz);
+                if (hi >= n0) scan(count[row], count[row + hi - n0 + 1], -box[0], shy, shz);
               }
-              if (lo < 0) scan(count[row + n0 + lo], count[row + n0], box[0], shy, shz);
-              scan(count[row + std::max(lo, 0)], count[row + std::min(hi, n0 - 1) + 1], 0.0, shy, shz);
-              if (hi >= n0) scan(count[row], count[row + hi - n0 + 1], -box[0], shy, shz);
             }
           }
-        }
-        // Ascending global id: the force on an atom sums its pairs in the same order at any rank
-        // count and whenever the list was built (a restart rebuilds it elsewhere in time). A
-        // force term whose sums do not depend on the order (set_id_order) takes them in the
-        // order the scan found them (the ordering was a third of a build), grouped by distance
-        // shell (ListShells) where the list is a half list.
-        if (ncand > 0) {
-          const auto first = cand.begin(), last = cand.begin() + static_cast<std::ptrdiff_t>(ncand);
-          // Written in place (no push_back: its capacity check per entry was measurable).
-          const std::size_t base = mine.size();
-          mine.resize(base + ncand);
-          int* out = mine.data() + base;
-          const int* const rank_to_local = by_rank.data();
-          const int lo = id_order ? *std::min_element(first, last) : 0, hi = id_order ? *std::max_element(first, last) : 0;
-          const int w0 = lo >> 6, w1 = hi >> 6;
-          if (shells) {  // by shell of the scan's r^2, in scan order within a shell
-            if (shell_of.size() < 2 * ncand + 32) shell_of.resize(2 * ncand + 32);
-            mine.resize(base + ncand + 16);  // room for whole vectors past the row (shell_partition)
-            shell_partition(isa, cand.data(), cand_r2.data(), static_cast<int>(ncand), rank_to_local, inv_rl, mine.data() + base,
-                            shell_end_.data() + static_cast<std::size_t>(slot) * kShells, shell_of.data());
+          // Ascending global id: the force on an atom sums its pairs in the same order at any rank
+          // count and whenever the list was built (a restart rebuilds it elsewhere in time). A
+          // force term whose sums do not depend on the order (set_id_order) takes them in the
+          // order the scan found them (the ordering was a third of a build), grouped by distance
+          // shell (ListShells) where the list is a half list.
+          if (ncand > 0) {
+            const auto first = cand.begin(), last = cand.begin() + static_cast<std::ptrdiff_t>(ncand);
+            // Written in place (no push_back: its capacity check per entry was measurable).
+            const std::size_t base = mine.size();
             mine.resize(base + ncand);
-          } else if (!id_order) {
-            for (auto it = first; it != last; ++it) *out++ = rank_to_local[*it];
-          } else if (w1 - w0 < 4 * static_cast<int>(ncand)) {
-            std::uint64_t* const bm = bitmap.data();
-            for (auto it = first; it != last; ++it) bm[*it >> 6] |= std::uint64_t{1} << (*it & 63);
-            for (int w = w0; w <= w1; ++w) {
-              std::uint64_t bits = bm[w];
-              bm[w] = 0;
-              while (bits) {
-                *out++ = rank_to_local[w * 64 + __builtin_ctzll(bits)];
-                bits &= bits - 1;
+            int* out = mine.data() + base;
+            const int* const rank_to_local = by_rank.data();
+            const int lo = id_order ? *std::min_element(first, last) : 0,
+                      hi = id_order ? *std::max_element(first, last) : 0;
+            const int w0 = lo >> 6, w1 = hi >> 6;
+            if (shells) {  // by shell of the scan's r^2, in scan order within a shell
+              if (shell_of.size() < 2 * ncand + 32) shell_of.resize(2 * ncand + 32);
+              mine.resize(base + ncand + 16);  // room for whole vectors past the row (shell_partition)
+              shell_partition(isa, cand.data(), cand_r2.data(), static_cast<int>(ncand), rank_to_local, inv_rl,
+                              mine.data() + base, shell_end_.data() + static_cast<std::size_t>(slot) * kShells,
+                              shell_of.data());
+              mine.resize(base + ncand);
+            } else if (!id_order) {
+              for (auto it = first; it != last; ++it) *out++ = rank_to_local[*it];
+            } else if (w1 - w0 < 4 * static_cast<int>(ncand)) {
+              std::uint64_t* const bm = bitmap.data();
+              for (auto it = first; it != last; ++it) bm[*it >> 6] |= std::uint64_t{1} << (*it & 63);
+              for (int w = w0; w <= w1; ++w) {
+                std::uint64_t bits = bm[w];
+                bm[w] = 0;
+                while (bits) {
+                  *out++ = rank_to_local[w * 64 + __builtin_ctzll(bits)];
+                  bits &= bits - 1;
+                }
               }
+            } else {
+              std::sort(first, last);
+              for (auto it = first; it != last; ++it) *out++ = rank_to_local[*it];
             }
-          } else {
-            std::sort(first, last);
-            for (auto it = first; it != last; ++it) *out++ = rank_to_local[*it];
+            if (half && !ghost_slots) {  // each pair on one rank only: twice, once for each atom
+              entries_int += 2 * static_cast<std::int64_t>(ncand);
+            } else if (half) {  // full-list entries: each pair once for each of its owned atoms
+              std::int64_t e = 0;
+              for (std::size_t q = base; q < mine.size(); ++q) e += own_i + (mine[q] < nown);
+              entries_int += e;
+            } else {
+              entries_int += static_cast<std::int64_t>(ncand);
+            }
           }
-          if (half && !ghost_slots) {  // each pair on one rank only: twice, once for each atom
-            entries_int += 2 * static_cast<std::int64_t>(ncand);
-          } else if (half) {  // full-list entries: each pair once for each of its owned atoms
-            std::int64_t e = 0;
-            for (std::size_t q = base; q < mine.size(); ++q) e += own_i + (mine[q] < nown);
-            entries_int += e;
-          } else {
-            entries_int += static_cast<std::int64_t>(ncand);
-          }
+          counts_per_atom[static_cast<std::size_t>(slot)] = static_cast<std::int64_t>(ncand);
         }
-        counts_per_atom[static_cast<std::size_t>(slot)] = static_cast<std::int64_t>(ncand);
       }
       entries[t] = static_cast<double>(entries_int);
     } catch (...) {
@@ -653,13 +668,13 @@ class HostNeighborList : public NeighborList {
     // The list on the backend (grown as needed: never a dropped pair).
     const Backend where = ex.backend();
     if (nbr_.size() < npairs || nbr_.size() == 0) nbr_ = Buffer<int>(where, std::max<std::size_t>(npairs + npairs / 4, 1));
-    // The threads' parts, joined in thread order straight into the list's buffer (on the host
-    // each by its own thread: the copy was 1.6 % of a water step at two threads, serial).
+    // The blocks' parts, joined in block order straight into the list's buffer (on the host by
+    // the threads: the copy was 1.6 % of a water step at two threads, serial).
     std::vector<std::size_t> at(part.size() + 1, 0);
     for (std::size_t t = 0; t < part.size(); ++t) at[t + 1] = at[t] + part[t].size();
     if (where == Backend::host) {
       int* const into = nbr_.data();
-#pragma omp parallel for num_threads(static_cast<int>(part.size())) schedule(static, 1)
+#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
       for (std::size_t t = 0; t < part.size(); ++t)
         if (!part[t].empty()) std::memcpy(into + at[t], part[t].data(), part[t].size() * sizeof(int));
     } else {
@@ -680,7 +695,7 @@ class HostNeighborList : public NeighborList {
   }
 
  private:
-  std::vector<std::vector<int>> parts_;  // each OpenMP thread's share of the list (capacity kept)
+  std::vector<std::vector<int>> parts_;  // each block's share of the list (capacity kept)
 };
 }  // namespace
 
