@@ -47,6 +47,14 @@ class ForceTerm {
   // or it makes the one-thread additions in their order anyway (lj/cut/coul/long in double:
   // coul_forces_half). Otherwise the host's list is half only at one thread.
   virtual bool threaded_half() const { return order_free_sums(); }
+  // compute(), and `other` run on the calling thread: where compute() would leave the other
+  // threads waiting on one (lj/cut/coul/long in double over the host's half list: the rows computed
+  // ahead added in turn by one thread), at the same time (the solver runs the k-space there, into
+  // arrays of its own: KSpace::adds_once); otherwise after. `other` touches nothing compute() writes.
+  virtual void compute_with(const Exec& ex, const Atoms& a, const std::function<void()>& other) const {
+    compute(ex, a);
+    other();
+  }
   // Newton's third law across ranks (order-free sums only): whether compute(), given the host's
   // half list without ghost slots (NeighborList::set_ghost_slots) and Atoms::fixed_rows, computes
   // each pair across ranks on one rank only and leaves every local atom's sums as integer rows

@@ -31,6 +31,11 @@ class KSpace {
   virtual void compute(const Exec& ex, const Comm& comm, const Atoms& a, std::int64_t* outside_into) = 0;
   // Whether compute stores anything at outside_into (PME; the Ewald sum has no grid).
   virtual bool checks_outside() const { return false; }
+  // Whether compute changes each owned atom's force components, energy and virial by one addition
+  // or subtraction each (PME): then it may run into arrays of its own, set to -0 (x - y is then
+  // -0 - y = -y exactly, zeros included, and -0 + y is y), added to the atoms' afterwards with the
+  // same bits as in place.
+  virtual bool adds_once() const { return false; }
   // The virial tensor of the last compute (xx yy zz xy xz yz), the same on every rank.
   virtual std::array<double, 6> virial_tensor() const = 0;
   // The energies of the last compute by term: {"e_long" (reciprocal sum), "e_self", "e_background"}.

@@ -102,6 +102,7 @@ class PmeKSpace : public KSpace {
   }
   double alpha() const override { return p_.alpha; }
   bool checks_outside() const override { return true; }
+  bool adds_once() const override { return true; }  // pme_forces_*: one subtraction a component, one addition each energy, virial
 
   void set_domain(const CartesianDecomposition& atoms, double drift) override {
     atoms_ = std::make_unique<CartesianDecomposition>(atoms);

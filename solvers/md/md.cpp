@@ -551,8 +551,31 @@ class MdModel : public Model {
     Atoms a = view();
     a.energy = energy;
     energies_fresh_ = energy;
+    std::int64_t* const outside = kspace_ && step >= 0 && kspace_->checks_outside() ? checks_.outside(step) : nullptr;
+    // The host's half list with a k-space that adds each atom's terms once (PME): the k-space runs
+    // inside the pair term's call, on the calling thread, into arrays of its own (-0 each, added
+    // after: the same bits as in place), while the pair term's other thread finishes
+    // (ForceTerm::compute_with). md.forces is then the pair term's time less the k-space's.
+    const bool overlap = list_->half() && kspace_ && kspace_->adds_once();
     if (list_->half()) {  // the kernel timers see for_each kernels; the half-list loop is plain host code
-      {
+      if (overlap) {
+        const std::size_t n = static_cast<std::size_t>(a.n);
+        for (auto* v : {&kspace_f_[0], &kspace_f_[1], &kspace_f_[2], &kspace_f_[3], &kspace_f_[4]}) v->assign(n, -0.0);
+        Atoms k = a;
+        k.fx = kspace_f_[0].data(), k.fy = kspace_f_[1].data(), k.fz = kspace_f_[2].data();
+        k.pe = kspace_f_[3].data(), k.virial = kspace_f_[4].data();
+        double kspace_seconds = 0;
+        const double t0 = wall_seconds();
+        pair_->compute_with(ctx_.exec, a, [&] {
+          const double tk = wall_seconds();
+          {
+            ScopedTimer timer("md.kspace");
+            kspace_->compute(ctx_.exec, ctx_.comm, k, outside);
+          }
+          kspace_seconds = wall_seconds() - tk;
+        });
+        TimerRegistry::add(TimerRegistry::instance().slot("md.forces"), wall_seconds() - t0 - kspace_seconds);
+      } else {
         ScopedTimer timer("md.forces");
         pair_->compute(ctx_.exec, a);
       }
@@ -560,12 +583,17 @@ class MdModel : public Model {
         domain_->reverse_add(rows_.data(), fixed::kRow, *atoms_);
         fixed::store_rows(a, rows_.data());
       }
+      if (overlap) {
+        double* const f[5] = {a.fx, a.fy, a.fz, a.pe, a.virial};
+        for (int c = 0; c < (energy ? 5 : 3); ++c)
+          for (int i = 0; i < a.n; ++i) f[c][i] += kspace_f_[c][static_cast<std::size_t>(i)];
+      }
     } else {
       pair_->compute(ctx_.exec, a);
     }
-    if (kspace_) {
+    if (kspace_ && !overlap) {
       ScopedTimer timer("md.kspace");
-      kspace_->compute(ctx_.exec, ctx_.comm, a, step >= 0 && kspace_->checks_outside() ? checks_.outside(step) : nullptr);
+      kspace_->compute(ctx_.exec, ctx_.comm, a, outside);
     }
     for (const auto& b : bonded_) b->compute(ctx_.exec, a, topology_->view());
   }
@@ -681,6 +709,7 @@ class MdModel : public Model {
   std::unique_ptr<AtomDomain> domain_;
   std::unique_ptr<NeighborList> list_;
   bool newton_ = false;                    // Newton's third law across ranks (above)
+  std::vector<double> kspace_f_[5];        // the k-space's force x, y, z, energy, virial (compute_forces)
   mutable std::vector<std::int64_t> rows_;  // and the local atoms' fixed-point rows it fills
   std::unique_ptr<Thermostat> thermostat_;
   std::unique_ptr<Barostat> barostat_;  // md.barostat (null: constant volume)

@@ -144,6 +144,18 @@ class CoulLong : public ForceTerm {
       CUMULUS_KERNEL(ex, coul_kernels, coul_forces)(ex, a, table(), p_);
   }
 
+  // Double over the host's half list: `other` runs while a second thread adds the rows computed
+  // ahead (coul_forces_half).
+  void compute_with(const Exec& ex, const Atoms& a, const std::function<void()>& other) const override {
+    if (mixed_ || !a.half) {
+      compute(ex, a);
+      other();
+      return;
+    }
+    sums_fresh_ = false;
+    coul_kernels::host_pass::coul_forces_half(a, table(), p_, &other);
+  }
+
   std::array<double, 6> virial_tensor(const Exec& ex, const Comm& comm, const Atoms& a) const override {
     std::array<double, 6> w{};
     const std::array<double, 9>& s = sums(ex, comm, a);

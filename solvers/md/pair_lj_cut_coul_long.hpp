@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/exact_sum.hpp"
@@ -109,14 +110,17 @@ CUMULUS_HD inline int special_level(const Atoms& a, int i, std::int64_t idj) {
 }
 
 // coul_forces: forces (and with a.energy, per-atom energies and virials: half of each pair's) over
-// a full list on either backend; coul_forces_half: over the host's half list. coul_sum: one sum over
+// a full list on either backend; coul_forces_half: over the host's half list, running `other` (if
+// given) on the calling thread where its threads would otherwise wait on one (ForceTerm::
+// compute_with), or after. coul_sum: one sum over
 // the owned atoms of every rank's share (half of each pair's), exactly in units of 2^e: `which`
 // 0-5 the virial tensor's components (xx yy zz xy xz yz), 6 LJ energy, 7 real-space Coulomb, 8
 // the special pairs' correction. coul_sums_half, coul_sums_full: all nine at once over the host's
 // half list or a full list on the host (threads), with coul_sum's values.
 #define CUMULUS_COUL_KERNELS                                                                                   \
   void coul_forces(const Exec& ex, const Atoms& a, const LjTable& lj, const CoulParams& p);                    \
-  void coul_forces_half(const Atoms& a, const LjTable& lj, const CoulParams& p);                               \
+  void coul_forces_half(const Atoms& a, const LjTable& lj, const CoulParams& p,                                \
+                        const std::function<void()>* other = nullptr);                                         \
   ExactSum coul_sum(const Exec& ex, const Atoms& a, const LjTable& lj, const CoulParams& p, int which, int e); \
   void coul_sums_half(const Atoms& a, const LjTable& lj, const CoulParams& p, int e, ExactSum* out);          \
   void coul_sums_full(const Atoms& a, const LjTable& lj, const CoulParams& p, int e, ExactSum* out);

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <exception>
+#include <functional>
 #include <type_traits>
 #include <vector>
 #if !defined(__CUDACC__)
@@ -859,7 +861,7 @@ struct StoredRows {
 // full list takes 1.0 (each pair computed twice). A replay shared out by destination atom was tried
 // and not kept: a row's partners spread over the later slots, so the threads' shares were uneven
 // and, each walking the stored rows, together they did twice the serial replay's work.
-void coul_forces_half_tabulated(const Atoms& a, const LjTable& lj, const CoulParams& p) {
+void coul_forces_half_tabulated(const Atoms& a, const LjTable& lj, const CoulParams& p, const std::function<void()>* other) {
   const CoulFast* const cf = coul_fast(a, lj, p);  // before the region: it sets the loops' shared inputs
   const int nthreads = a.nslots > 0 ? std::min(omp_get_max_threads(), a.nslots) : 1;
 #if defined(__x86_64__)
@@ -909,6 +911,7 @@ void coul_forces_half_tabulated(const Atoms& a, const LjTable& lj, const CoulPar
     CoulChunk c;
     for (int s = 0; s < a.nslots; ++s) compute_and_add(s, c);
     finish();
+    if (other) (*other)();
     return;
   }
   // Ranges of slots of about equal list entries, kRangesPerThread a thread (the calling thread's
@@ -1001,20 +1004,51 @@ void coul_forces_half_tabulated(const Atoms& a, const LjTable& lj, const CoulPar
       }
     }
   }
-  // The stored ranges, in slot order, by the calling thread.
-  for (int q = 0; q < nranges; ++q) {
-    const Stored w = where[static_cast<std::size_t>(q)];
-    if (w.thread == 0) continue;
-    const StoredRows& st = stored[static_cast<std::size_t>(w.thread)];
-    std::size_t n = w.entry, row = w.row;
-    for (int s = bound[static_cast<std::size_t>(q)]; s < bound[static_cast<std::size_t>(q) + 1]; ++s) {
-      const int m = st.count[row++];
-      add_stored(s, {st.j.data() + n, st.tx.data() + n, st.ty.data() + n, st.tz.data() + n, energy ? st.te.data() + n : nullptr,
-                     energy ? st.tv.data() + n : nullptr},
-                 m);
-      n += static_cast<std::size_t>(m);
+  // The stored ranges, in slot order, by one thread.
+  auto replay = [&] {
+    for (int q = 0; q < nranges; ++q) {
+      const Stored w = where[static_cast<std::size_t>(q)];
+      if (w.thread == 0) continue;
+      const StoredRows& st = stored[static_cast<std::size_t>(w.thread)];
+      std::size_t n = w.entry, row = w.row;
+      for (int s = bound[static_cast<std::size_t>(q)]; s < bound[static_cast<std::size_t>(q) + 1]; ++s) {
+        const int m = st.count[row++];
+        add_stored(s, {st.j.data() + n, st.tx.data() + n, st.ty.data() + n, st.tz.data() + n, energy ? st.te.data() + n : nullptr,
+                       energy ? st.tv.data() + n : nullptr},
+                   m);
+        n += static_cast<std::size_t>(m);
+      }
+    }
+  };
+  if (!other) {
+    replay();
+    finish();
+    return;
+  }
+  // With `other` (ForceTerm::compute_with: the k-space into arrays of its own): the replay by a
+  // second thread while the calling thread runs it (MPI, if it calls any, stays on the calling
+  // thread; its own parallel loops run on that one thread), rather than the second thread waiting
+  // through the replay (about a fifth of this call at two threads) and the k-space after. The
+  // replay writes only the rows and the virials, `other` none of them. An exception in either is
+  // kept and thrown after the region (it may not leave an OpenMP region).
+  std::exception_ptr failure;
+#pragma omp parallel num_threads(2)
+  {
+    const int t = omp_get_thread_num(), team = omp_get_num_threads();
+    try {
+      if (t == 0 || team == 1) {
+        if (team == 1) replay();
+        omp_set_num_threads(1);  // this thread's own regions in `other`: one thread, whether or not nested ones may be active
+        (*other)();
+      } else {
+        replay();
+      }
+    } catch (...) {
+#pragma omp critical(cumulus_coul_half_failure)
+      if (!failure) failure = std::current_exception();
     }
   }
+  if (failure) std::rethrow_exception(failure);
   finish();
 }
 }  // namespace
@@ -1024,16 +1058,17 @@ void coul_forces_half_tabulated(const Atoms& a, const LjTable& lj, const CoulPar
 // The half list: each pair once, from the slot of the smaller id; its terms added to both atoms
 // (the partner's force the exact negative), so each owned atom receives them in ascending partner id
 // as the full list gives them. Ghost entries are scratch.
-CUMULUS_COUL_CLONES void coul_forces_half(const Atoms& a, const LjTable& lj, const CoulParams& p) {
+CUMULUS_COUL_CLONES void coul_forces_half(const Atoms& a, const LjTable& lj, const CoulParams& p, const std::function<void()>* other) {
   auto zero = [&](int i) {
     a.fx[i] = a.fy[i] = a.fz[i] = 0;
     a.pe[i] = a.virial[i] = 0;
   };
   for (int s = 0; s < a.nslots; ++s) zero(a.order[s]);
   for (int i = 0; i < a.n; ++i) zero(i);
-  if (p.table.c)
-    coul_forces_half_tabulated(a, lj, p);
-  else
+  if (p.table.c) {
+    coul_forces_half_tabulated(a, lj, p, other);
+    other = nullptr;  // run there
+  } else {
     for (int s = 0; s < a.nslots; ++s) {
       const int i = a.order[s];
       const double xi = a.x[i], yi = a.y[i], zi = a.z[i], qi = a.q[i];
@@ -1057,10 +1092,12 @@ CUMULUS_COUL_CLONES void coul_forces_half(const Atoms& a, const LjTable& lj, con
         a.virial[j] += v;
       }
     }
+  }
   for (int i = 0; i < a.n; ++i) {
     a.pe[i] = 0.5 * a.pe[i];
     a.virial[i] = 0.5 * a.virial[i];
   }
+  if (other) (*other)();
 }
 #endif
 

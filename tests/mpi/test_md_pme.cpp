@@ -118,6 +118,9 @@ struct Outcome {
   std::vector<char> mine;
   double pe_sum = 0, virial_sum = 0;  // the per-atom shares, summed over atoms and ranks
   bool forces_without_energy_differ = false;
+  // The step into arrays already holding other terms, in place, against into arrays of -0 added
+  // to those after (KSpace::adds_once): entries that differ (0: the same bits).
+  std::int64_t adds_apart_differ = -1;
 };
 
 // PME over `comm` with the atoms owned by block (the atoms' decomposition `bins`), shifted by up to
@@ -169,6 +172,32 @@ Outcome run_pme(const Charges& c, const PmeParams& p, const Comm& comm, const In
   o.forces_without_energy_differ = std::memcmp(gx.data(), fx.data(), sizeof(double) * fx.size()) != 0 ||
                                    std::memcmp(gy.data(), fy.data(), sizeof(double) * fy.size()) != 0 ||
                                    std::memcmp(gz.data(), fz.data(), sizeof(double) * fz.size()) != 0 || none.energy != 0;
+  {
+    const std::size_t m = x.size();
+    std::vector<double> in_place[5], apart[5], base[5];
+    for (int w = 0; w < 5; ++w) {
+      base[w].resize(m);
+      for (std::size_t s = 0; s < m; ++s)  // other terms, signed zeros among them
+        base[w][s] = s % 5 == 0 ? (s % 2 ? -0.0 : 0.0) : std::sin(1.0 + static_cast<double>(s) + 10.0 * w);
+      in_place[w] = base[w];
+      apart[w].assign(m, -0.0);
+    }
+    PmeAtoms c1{x.data(), y.data(), z.data(), q.data(), in_place[0].data(), in_place[1].data(), in_place[2].data(), static_cast<int>(m)};
+    c1.pe = in_place[3].data();
+    c1.virial = in_place[4].data();
+    pme.compute(c1);
+    PmeAtoms c2{x.data(), y.data(), z.data(), q.data(), apart[0].data(), apart[1].data(), apart[2].data(), static_cast<int>(m)};
+    c2.pe = apart[3].data();
+    c2.virial = apart[4].data();
+    pme.compute(c2);
+    o.adds_apart_differ = 0;
+    for (int w = 0; w < 5; ++w)
+      for (std::size_t s = 0; s < m; ++s) {
+        const double sum = base[w][s] + apart[w][s];
+        o.adds_apart_differ += std::memcmp(&sum, &in_place[w][s], sizeof(double)) != 0;
+      }
+    o.adds_apart_differ = comm.sum(o.adds_apart_differ);
+  }
   o.fx.assign(n, 0.0);
   o.fy.assign(n, 0.0);
   o.fz.assign(n, 0.0);
@@ -257,6 +286,9 @@ TEST(Pme, SameBitsAtAnyRankCount) {
     }
     EXPECT_EQ(world.sum(owned), static_cast<std::int64_t>(c.q.size()));
     EXPECT_EQ(world.sum(differ), 0);
+    // KSpace::adds_once (PME's): its terms computed apart and added after, the bits in place.
+    EXPECT_EQ(one.adds_apart_differ, 0);
+    EXPECT_EQ(all.adds_apart_differ, 0);
   }
 }
 

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -482,6 +483,60 @@ TEST(PairCoulLong, TabulatedLoopsGiveCoulPairsBits) {
       }
     }
   take_loop(HostLoop::cpu);
+}
+
+// ForceTerm::compute_with's path in double (the k-space at the same time as the half list's stored
+// rows are added): coul_forces_half runs `other` once, on the calling thread, while a second thread
+// adds the rows the others computed ahead (at one thread, after); the forces, energies and virials
+// keep their bits wherever the threads meet; an exception thrown by `other` reaches the caller.
+TEST(PairCoulLong, HalfListRunsOtherOnTheCallingThread) {
+  Exec ex;
+  IonChains ions(ex);
+  const int n = IonChains::n;
+  MdAtoms& atoms = ions.atoms;
+  const LjTable lj{ions.c.data(), 2};
+  const int saved = omp_get_max_threads();
+  for (int threads : {1, 2, 3})
+    for (const char* front : {static_cast<const char*>(nullptr), "0", "3"}) {
+      SCOPED_TRACE(testing::Message() << threads << " threads" << (front ? ", CUMULUS_HALF_FRONT=" : "") << (front ? front : ""));
+      if (front)
+        ::setenv("CUMULUS_HALF_FRONT", front, 1);
+      else
+        ::unsetenv("CUMULUS_HALF_FRONT");
+      omp_set_num_threads(threads);
+      auto list = make_host_neighbor_list(ex);
+      list->allow_threaded_half(true);
+      atoms.fit_scratch(atoms.nown());
+      list->build(atoms, ions.box, 8.5);
+      atoms.fit_scratch(atoms.nlocal());
+      Atoms a = atoms.view(list.get(), ions.box);
+      ASSERT_TRUE(a.half);
+      a.energy = true;
+      coul_kernels::host_pass::coul_forces_half(a, lj, ions.p);
+      const double* got[5] = {a.fx, a.fy, a.fz, a.pe, a.virial};
+      std::vector<double> ref[5];
+      for (int w = 0; w < 5; ++w) ref[w].assign(got[w], got[w] + n);
+      int calls = 0;
+      bool on_caller = false;
+      double work = 0;  // something for `other` to do meanwhile
+      const std::function<void()> other = [&] {
+        ++calls;
+        on_caller = omp_get_thread_num() == 0 && omp_get_level() <= 1;
+        for (int k = 1; k < 100000; ++k) work += 1.0 / k;
+      };
+      coul_kernels::host_pass::coul_forces_half(a, lj, ions.p, &other);
+      EXPECT_EQ(calls, 1);
+      EXPECT_TRUE(on_caller);
+      EXPECT_GT(work, 0);
+      long differ = 0;
+      for (int w = 0; w < 5; ++w)
+        for (int i = 0; i < n; ++i) differ += std::memcmp(&got[w][i], &ref[w][static_cast<std::size_t>(i)], sizeof(double)) != 0;
+      EXPECT_EQ(differ, 0);
+      const std::function<void()> throws = [] { throw Error("from other"); };
+      EXPECT_THROW(coul_kernels::host_pass::coul_forces_half(a, lj, ions.p, &throws), Error);
+    }
+  ::unsetenv("CUMULUS_HALF_FRONT");
+  omp_set_num_threads(saved);
 }
 
 // md.precision = "mixed": the fp32 pair terms, summed in fixed point, against the double path;
