@@ -37,3 +37,11 @@
       _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"")
 #endif
 #define CUMULUS_SIMD_WARNINGS_ON _Pragma("GCC diagnostic pop")
+
+// In a host thread's spin on a flag another thread sets (a few microseconds at most): the CPU's
+// pause hint, which spares the other hardware thread of a core and the memory order machinery.
+#if defined(__x86_64__) && !defined(__CUDACC__)
+#define CUMULUS_SPIN_PAUSE() __builtin_ia32_pause()
+#else
+#define CUMULUS_SPIN_PAUSE() ((void)0)
+#endif

@@ -2,6 +2,7 @@
 // core/kernel_pass.hpp). Plain loops: each owned atom sums its pairs in list order (ascending
 // partner id), so the full list, the half list and CUDA give the same bits.
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
@@ -951,26 +952,60 @@ void coul_forces_half_tabulated(const Atoms& a, const LjTable& lj, const CoulPar
   // rows after them, in slot order.
   // CUMULUS_HALF_FRONT=k (a test hook) stops thread 0 after k ranges, so that the tests can put
   // the meeting anywhere (k = 0: every row stored and replayed).
+  // With `other` (ForceTerm::compute_with: the k-space into arrays of its own), the calling thread
+  // runs it as soon as its own ranges are added, and thread 1 adds the stored rows once every
+  // range is taken and computed: the replay and `other` at the same time, rather than thread 1
+  // waiting through the replay and the k-space after it (about a fifth of the call at two
+  // threads). `other` (and MPI, if it calls any) stays on the calling thread, its own parallel
+  // loops on that one thread; it writes none of the rows or virials the replay does. Thread 0's
+  // share of the ranges is then capped so that the two finish together (`other` took longer than
+  // the replay: thread 0 should compute less): the cap moves a range a call towards the balance,
+  // kept from call to call (the bits do not depend on where the threads meet).
+  thread_local int front_cap = 1 << 30;
+  const bool overlap = other != nullptr;
   const char* const hook = std::getenv("CUMULUS_HALF_FRONT");
-  const int front_most = hook ? std::max(0, std::atoi(hook)) : nranges;
+  const int front_most = hook ? std::max(0, std::atoi(hook)) : overlap ? std::clamp(front_cap, 1, nranges) : nranges;
   int front = 0, back = nranges;  // the ranges not yet taken: [front, back)
-  auto take = [&](bool from_front) {
+  // alone: a team of one (OMP_DYNAMIC), which takes every range whatever the cap.
+  auto take = [&](bool from_front, bool alone) {
     int q = -1;
 #pragma omp critical(cumulus_coul_half_take)
-    if (front < back && (!from_front || front < front_most)) q = from_front ? front++ : --back;
+    if (front < back && (!from_front || alone || front < front_most)) q = from_front ? front++ : --back;
     return q;
   };
+  // The stored ranges, in slot order, by one thread.
+  auto replay = [&] {
+    for (int q = 0; q < nranges; ++q) {
+      const Stored w = where[static_cast<std::size_t>(q)];
+      if (w.thread == 0) continue;
+      const StoredRows& st = stored[static_cast<std::size_t>(w.thread)];
+      std::size_t n = w.entry, row = w.row;
+      for (int s = bound[static_cast<std::size_t>(q)]; s < bound[static_cast<std::size_t>(q) + 1]; ++s) {
+        const int m = st.count[row++];
+        add_stored(s, {st.j.data() + n, st.tx.data() + n, st.ty.data() + n, st.tz.data() + n, energy ? st.te.data() + n : nullptr,
+                       energy ? st.tv.data() + n : nullptr},
+                   m);
+        n += static_cast<std::size_t>(m);
+      }
+    }
+  };
+  std::atomic<int> done{0};  // the threads whose ranges are all computed (and thread 0's added)
+  int team = 1;
+  double end_other = 0, end_replay = 0;
+  std::exception_ptr failure;
 #pragma omp parallel num_threads(nthreads)
   {
     const int t = omp_get_thread_num();
+    if (t == 0) team = omp_get_num_threads();
     CoulChunk c;
     if (t == 0) {
-      for (int q; (q = take(true)) >= 0;)
+      const bool alone = omp_get_num_threads() == 1;
+      for (int q; (q = take(true, alone)) >= 0;)
         for (int s = bound[static_cast<std::size_t>(q)]; s < bound[static_cast<std::size_t>(q) + 1]; ++s) compute_and_add(s, c);
     } else {
       StoredRows& st = stored[static_cast<std::size_t>(t)];
       std::size_t n = 0, rows_done = 0;
-      for (int q; (q = take(false)) >= 0;) {
+      for (int q; (q = take(false, false)) >= 0;) {
         const int s0 = bound[static_cast<std::size_t>(q)], s1 = bound[static_cast<std::size_t>(q) + 1];
         where[static_cast<std::size_t>(q)] = Stored{t, n, rows_done};
         // Room for every entry of the range (a row keeps at most its entries; growing keeps what
@@ -1003,52 +1038,33 @@ void coul_forces_half_tabulated(const Atoms& a, const LjTable& lj, const CoulPar
         }
       }
     }
-  }
-  // The stored ranges, in slot order, by one thread.
-  auto replay = [&] {
-    for (int q = 0; q < nranges; ++q) {
-      const Stored w = where[static_cast<std::size_t>(q)];
-      if (w.thread == 0) continue;
-      const StoredRows& st = stored[static_cast<std::size_t>(w.thread)];
-      std::size_t n = w.entry, row = w.row;
-      for (int s = bound[static_cast<std::size_t>(q)]; s < bound[static_cast<std::size_t>(q) + 1]; ++s) {
-        const int m = st.count[row++];
-        add_stored(s, {st.j.data() + n, st.tx.data() + n, st.ty.data() + n, st.tz.data() + n, energy ? st.te.data() + n : nullptr,
-                       energy ? st.tv.data() + n : nullptr},
-                   m);
-        n += static_cast<std::size_t>(m);
+    done.fetch_add(1, std::memory_order_acq_rel);
+    if (overlap) {
+      const int nt = omp_get_num_threads();
+      try {
+        if (t == 0) {
+          omp_set_num_threads(1);  // this thread's own regions in `other`: one thread, whether or not nested ones may be active
+          (*other)();
+          end_other = omp_get_wtime();
+        } else if (t == 1) {
+          while (done.load(std::memory_order_acquire) < nt) CUMULUS_SPIN_PAUSE();
+          replay();
+          end_replay = omp_get_wtime();
+        }
+      } catch (...) {
+#pragma omp critical(cumulus_coul_half_failure)
+        if (!failure) failure = std::current_exception();
       }
     }
-  };
-  if (!other) {
+  }
+  if (!overlap) {
     replay();
     finish();
     return;
   }
-  // With `other` (ForceTerm::compute_with: the k-space into arrays of its own): the replay by a
-  // second thread while the calling thread runs it (MPI, if it calls any, stays on the calling
-  // thread; its own parallel loops run on that one thread), rather than the second thread waiting
-  // through the replay (about a fifth of this call at two threads) and the k-space after. The
-  // replay writes only the rows and the virials, `other` none of them. An exception in either is
-  // kept and thrown after the region (it may not leave an OpenMP region).
-  std::exception_ptr failure;
-#pragma omp parallel num_threads(2)
-  {
-    const int t = omp_get_thread_num(), team = omp_get_num_threads();
-    try {
-      if (t == 0 || team == 1) {
-        if (team == 1) replay();
-        omp_set_num_threads(1);  // this thread's own regions in `other`: one thread, whether or not nested ones may be active
-        (*other)();
-      } else {
-        replay();
-      }
-    } catch (...) {
-#pragma omp critical(cumulus_coul_half_failure)
-      if (!failure) failure = std::current_exception();
-    }
-  }
+  if (team == 1) replay();  // a team of one (OMP_DYNAMIC): `other` ran, the replay now
   if (failure) std::rethrow_exception(failure);
+  if (team > 1 && !hook) front_cap = std::clamp(front_most + (end_other > end_replay ? -1 : 1), 1, nranges);
   finish();
 }
 }  // namespace
