@@ -55,6 +55,9 @@ class ForceTerm {
     compute(ex, a);
     other();
   }
+  // Whether compute_with would run `other` at the same time as its own work on these atoms (else
+  // the solver keeps the plain order: compute(), then the k-space in place).
+  virtual bool overlaps_other(const Atoms& /*a*/) const { return false; }
   // Newton's third law across ranks (order-free sums only): whether compute(), given the host's
   // half list without ghost slots (NeighborList::set_ghost_slots) and Atoms::fixed_rows, computes
   // each pair across ranks on one rank only and leaves every local atom's sums as integer rows

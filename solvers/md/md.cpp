@@ -555,8 +555,11 @@ class MdModel : public Model {
     // The host's half list with a k-space that adds each atom's terms once (PME): the k-space runs
     // inside the pair term's call, on the calling thread, into arrays of its own (-0 each, added
     // after: the same bits as in place), while the pair term's other thread finishes
-    // (ForceTerm::compute_with). md.forces is then the pair term's time less the k-space's.
-    const bool overlap = list_->half() && kspace_ && kspace_->adds_once();
+    // (ForceTerm::compute_with), where the pair term overlaps them (overlaps_other). md.forces is
+    // then the pair term's time less the k-space's. Not on the k-space's first call: it sets
+    // itself up then (PME's FFT plans take the thread count they see, one inside the overlap).
+    const bool overlap = list_->half() && kspace_ && kspace_->adds_once() && kspace_calls_ > 0 && pair_->overlaps_other(a);
+    if (kspace_) ++kspace_calls_;
     if (list_->half()) {  // the kernel timers see for_each kernels; the half-list loop is plain host code
       if (overlap) {
         const std::size_t n = static_cast<std::size_t>(a.n);
@@ -710,6 +713,7 @@ class MdModel : public Model {
   std::unique_ptr<NeighborList> list_;
   bool newton_ = false;                    // Newton's third law across ranks (above)
   std::vector<double> kspace_f_[5];        // the k-space's force x, y, z, energy, virial (compute_forces)
+  long kspace_calls_ = 0;                  // the k-space's calls so far (compute_forces)
   mutable std::vector<std::int64_t> rows_;  // and the local atoms' fixed-point rows it fills
   std::unique_ptr<Thermostat> thermostat_;
   std::unique_ptr<Barostat> barostat_;  // md.barostat (null: constant volume)

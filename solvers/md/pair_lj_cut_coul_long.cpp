@@ -144,8 +144,9 @@ class CoulLong : public ForceTerm {
       CUMULUS_KERNEL(ex, coul_kernels, coul_forces)(ex, a, table(), p_);
   }
 
-  // Double over the host's half list: `other` runs while a second thread adds the rows computed
-  // ahead (coul_forces_half).
+  // Double over the host's tabulated half list at two threads: `other` runs while the second thread
+  // adds the rows computed ahead (coul_forces_half; at more threads, measured at two only, after).
+  bool overlaps_other(const Atoms& a) const override { return !mixed_ && a.half && tabulate_ && omp_get_max_threads() == 2; }
   void compute_with(const Exec& ex, const Atoms& a, const std::function<void()>& other) const override {
     if (mixed_ || !a.half) {
       compute(ex, a);

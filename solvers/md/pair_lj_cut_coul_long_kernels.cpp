@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <exception>
 #include <functional>
+#include <thread>
 #include <type_traits>
 #include <vector>
 #if !defined(__CUDACC__)
@@ -952,17 +953,18 @@ void coul_forces_half_tabulated(const Atoms& a, const LjTable& lj, const CoulPar
   // rows after them, in slot order.
   // CUMULUS_HALF_FRONT=k (a test hook) stops thread 0 after k ranges, so that the tests can put
   // the meeting anywhere (k = 0: every row stored and replayed).
-  // With `other` (ForceTerm::compute_with: the k-space into arrays of its own), the calling thread
-  // runs it as soon as its own ranges are added, and thread 1 adds the stored rows once every
-  // range is taken and computed: the replay and `other` at the same time, rather than thread 1
-  // waiting through the replay and the k-space after it (about a fifth of the call at two
-  // threads). `other` (and MPI, if it calls any) stays on the calling thread, its own parallel
-  // loops on that one thread; it writes none of the rows or virials the replay does. Thread 0's
-  // share of the ranges is then capped so that the two finish together (`other` took longer than
-  // the replay: thread 0 should compute less): the cap moves a range a call towards the balance,
-  // kept from call to call (the bits do not depend on where the threads meet).
+  // With `other` (ForceTerm::compute_with: the k-space into arrays of its own) at two threads, the
+  // calling thread runs it as soon as its own ranges are added, and thread 1 adds the stored rows
+  // once every range is taken and computed: the replay and `other` at the same time, rather than
+  // thread 1 waiting through the replay and the k-space after it (about a fifth of the call).
+  // `other` (and MPI, if it calls any) stays on the calling thread, its own parallel loops on that
+  // one thread; it writes none of the rows or virials the replay does. Thread 0's share of the
+  // ranges is then capped so that the two finish together (`other` took longer than the replay:
+  // thread 0 should compute less): the cap follows where the threads met, a range a call towards
+  // the balance, kept from call to call (the bits do not depend on where the threads meet). At
+  // more threads (measured at two only) `other` runs after the replay, on all of them.
   thread_local int front_cap = 1 << 30;
-  const bool overlap = other != nullptr;
+  const bool overlap = other != nullptr && nthreads == 2;
   const char* const hook = std::getenv("CUMULUS_HALF_FRONT");
   const int front_most = hook ? std::max(0, std::atoi(hook)) : overlap ? std::clamp(front_cap, 1, nranges) : nranges;
   int front = 0, back = nranges;  // the ranges not yet taken: [front, back)
@@ -989,56 +991,68 @@ void coul_forces_half_tabulated(const Atoms& a, const LjTable& lj, const CoulPar
       }
     }
   };
-  std::atomic<int> done{0};  // the threads whose ranges are all computed (and thread 0's added)
+  std::atomic<int> done{0};         // the threads whose ranges are all computed (and thread 0's added)
+  std::atomic<bool> failed{false};  // a thread's exception (kept in `failure`): no replay
   int team = 1;
   double end_other = 0, end_replay = 0;
   std::exception_ptr failure;
+  auto keep = [&] {
+#pragma omp critical(cumulus_coul_half_failure)
+    if (!failure) failure = std::current_exception();
+    failed.store(true, std::memory_order_release);
+  };
 #pragma omp parallel num_threads(nthreads)
   {
     const int t = omp_get_thread_num();
     if (t == 0) team = omp_get_num_threads();
     CoulChunk c;
-    if (t == 0) {
-      const bool alone = omp_get_num_threads() == 1;
-      for (int q; (q = take(true, alone)) >= 0;)
-        for (int s = bound[static_cast<std::size_t>(q)]; s < bound[static_cast<std::size_t>(q) + 1]; ++s) compute_and_add(s, c);
-    } else {
-      StoredRows& st = stored[static_cast<std::size_t>(t)];
-      std::size_t n = 0, rows_done = 0;
-      for (int q; (q = take(false, false)) >= 0;) {
-        const int s0 = bound[static_cast<std::size_t>(q)], s1 = bound[static_cast<std::size_t>(q) + 1];
-        where[static_cast<std::size_t>(q)] = Stored{t, n, rows_done};
-        // Room for every entry of the range (a row keeps at most its entries; growing keeps what
-        // is stored).
-        const std::size_t need = n + static_cast<std::size_t>(a.start[s1] - a.start[s0]) + kChunk;
-        const std::size_t room = std::max(need, st.j.size() + st.j.size() / 2);
-        if (st.j.size() < need) {
-          st.j.resize(room);
-          for (auto* v : {&st.tx, &st.ty, &st.tz}) v->resize(room);
-        }
-        if (energy && st.te.size() < need) {
-          st.te.resize(room);
-          st.tv.resize(room);
-        }
-        if (st.count.size() < rows_done + static_cast<std::size_t>(s1 - s0)) st.count.resize(rows_done + static_cast<std::size_t>(s1 - s0));
-        for (int s = s0; s < s1; ++s) {
-          const std::size_t n0 = n;
-          coul_row(a, lj, p, cf, s, c, [&](const CoulChunk& ch, int m) {
-            std::copy(ch.j, ch.j + m, st.j.data() + n);
-            std::copy(ch.tx, ch.tx + m, st.tx.data() + n);
-            std::copy(ch.ty, ch.ty + m, st.ty.data() + n);
-            std::copy(ch.tz, ch.tz + m, st.tz.data() + n);
-            if (energy) {
-              std::copy(ch.te, ch.te + m, st.te.data() + n);
-              std::copy(ch.tv, ch.tv + m, st.tv.data() + n);
-            }
-            n += static_cast<std::size_t>(m);
-          });
-          st.count[rows_done++] = static_cast<int>(n - n0);
+    try {
+      if (t == 0) {
+        const bool alone = omp_get_num_threads() == 1;
+        for (int q; (q = take(true, alone)) >= 0;)
+          for (int s = bound[static_cast<std::size_t>(q)]; s < bound[static_cast<std::size_t>(q) + 1]; ++s)
+            compute_and_add(s, c);
+      } else {
+        StoredRows& st = stored[static_cast<std::size_t>(t)];
+        std::size_t n = 0, rows_done = 0;
+        for (int q; (q = take(false, false)) >= 0;) {
+          const int s0 = bound[static_cast<std::size_t>(q)], s1 = bound[static_cast<std::size_t>(q) + 1];
+          where[static_cast<std::size_t>(q)] = Stored{t, n, rows_done};
+          // Room for every entry of the range (a row keeps at most its entries; growing keeps what
+          // is stored).
+          const std::size_t need = n + static_cast<std::size_t>(a.start[s1] - a.start[s0]) + kChunk;
+          const std::size_t room = std::max(need, st.j.size() + st.j.size() / 2);
+          if (st.j.size() < need) {
+            st.j.resize(room);
+            for (auto* v : {&st.tx, &st.ty, &st.tz}) v->resize(room);
+          }
+          if (energy && st.te.size() < need) {
+            st.te.resize(room);
+            st.tv.resize(room);
+          }
+          if (st.count.size() < rows_done + static_cast<std::size_t>(s1 - s0))
+            st.count.resize(rows_done + static_cast<std::size_t>(s1 - s0));
+          for (int s = s0; s < s1; ++s) {
+            const std::size_t n0 = n;
+            coul_row(a, lj, p, cf, s, c, [&](const CoulChunk& ch, int m) {
+              std::copy(ch.j, ch.j + m, st.j.data() + n);
+              std::copy(ch.tx, ch.tx + m, st.tx.data() + n);
+              std::copy(ch.ty, ch.ty + m, st.ty.data() + n);
+              std::copy(ch.tz, ch.tz + m, st.tz.data() + n);
+              if (energy) {
+                std::copy(ch.te, ch.te + m, st.te.data() + n);
+                std::copy(ch.tv, ch.tv + m, st.tv.data() + n);
+              }
+              n += static_cast<std::size_t>(m);
+            });
+            st.count[rows_done++] = static_cast<int>(n - n0);
+          }
         }
       }
+    } catch (...) {  // (an exception may not leave an OpenMP region)
+      keep();
     }
-    done.fetch_add(1, std::memory_order_acq_rel);
+    done.fetch_add(1, std::memory_order_acq_rel);  // by every thread, whatever happened: nobody waits forever
     if (overlap) {
       const int nt = omp_get_num_threads();
       try {
@@ -1047,25 +1061,25 @@ void coul_forces_half_tabulated(const Atoms& a, const LjTable& lj, const CoulPar
           (*other)();
           end_other = omp_get_wtime();
         } else if (t == 1) {
-          while (done.load(std::memory_order_acquire) < nt) CUMULUS_SPIN_PAUSE();
-          replay();
+          for (int spins = 0; done.load(std::memory_order_acquire) < nt; ++spins)
+            if (spins < 4096)
+              CUMULUS_SPIN_PAUSE();
+            else
+              std::this_thread::yield();  // more threads than cores: let the ones it waits for run
+          if (!failed.load(std::memory_order_acquire)) replay();
           end_replay = omp_get_wtime();
         }
       } catch (...) {
-#pragma omp critical(cumulus_coul_half_failure)
-        if (!failure) failure = std::current_exception();
+        keep();
       }
     }
   }
-  if (!overlap) {
-    replay();
-    finish();
-    return;
-  }
-  if (team == 1) replay();  // a team of one (OMP_DYNAMIC): `other` ran, the replay now
   if (failure) std::rethrow_exception(failure);
-  if (team > 1 && !hook) front_cap = std::clamp(front_most + (end_other > end_replay ? -1 : 1), 1, nranges);
+  if (!overlap || team == 1) replay();  // after the region (a team of one under OMP_DYNAMIC: `other` ran in it)
   finish();
+  if (other && !overlap) (*other)();
+  // Thread 0 took `front` ranges: one fewer next time if it finished last, one more otherwise.
+  if (overlap && team > 1 && !hook) front_cap = std::clamp(front + (end_other > end_replay ? -1 : 1), 1, nranges);
 }
 }  // namespace
 #endif

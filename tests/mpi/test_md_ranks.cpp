@@ -471,7 +471,9 @@ TEST_P(MdRanks, EwaldWithExclusionsAtAnyRankCount) {
 
 // The same with PME: charges spread as integers onto the grid, the ghost layers summed as
 // integers, the bitwise FFT and exact energy sums make the same bits at any rank count too
-// (the serial run on two threads takes the atomic spreading path, the ranks the plain one).
+// (the serial run on two threads spreads into per-thread grids on its first step, then runs PME on
+// one thread beside the pair term's replay, into arrays of its own added after: ForceTerm::
+// compute_with; the ranks, one thread each, in place).
 TEST_P(MdRanks, PmeWithExclusionsAtAnyRankCount) {
   CUMULUS_EXEC_OR_SKIP(ex, GetParam());
   charged_liquid_at_any_rank_count(ex, "pme");

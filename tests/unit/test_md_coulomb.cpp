@@ -486,9 +486,11 @@ TEST(PairCoulLong, TabulatedLoopsGiveCoulPairsBits) {
 }
 
 // ForceTerm::compute_with's path in double (the k-space at the same time as the half list's stored
-// rows are added): coul_forces_half runs `other` once, on the calling thread, while a second thread
-// adds the rows the others computed ahead (at one thread, after); the forces, energies and virials
-// keep their bits wherever the threads meet; an exception thrown by `other` reaches the caller.
+// rows are added): coul_forces_half runs `other` once, on the calling thread, at two threads while
+// the second thread adds the rows computed ahead, its own parallel regions on one thread (at one
+// and three threads, after, on all of them); the forces, energies and virials keep their bits
+// wherever the threads meet; the caller's thread count is left as it was; an exception thrown by
+// `other` reaches the caller.
 TEST(PairCoulLong, HalfListRunsOtherOnTheCallingThread) {
   Exec ex;
   IonChains ions(ex);
@@ -516,17 +518,26 @@ TEST(PairCoulLong, HalfListRunsOtherOnTheCallingThread) {
       const double* got[5] = {a.fx, a.fy, a.fz, a.pe, a.virial};
       std::vector<double> ref[5];
       for (int w = 0; w < 5; ++w) ref[w].assign(got[w], got[w] + n);
-      int calls = 0;
+      int calls = 0, level = -1, inner_team = -1;
       bool on_caller = false;
       double work = 0;  // something for `other` to do meanwhile
       const std::function<void()> other = [&] {
         ++calls;
-        on_caller = omp_get_thread_num() == 0 && omp_get_level() <= 1;
+        on_caller = omp_get_thread_num() == 0;
+        level = omp_get_level();
+#pragma omp parallel
+        {
+#pragma omp single
+          inner_team = omp_get_num_threads();
+        }
         for (int k = 1; k < 100000; ++k) work += 1.0 / k;
       };
       coul_kernels::host_pass::coul_forces_half(a, lj, ions.p, &other);
       EXPECT_EQ(calls, 1);
       EXPECT_TRUE(on_caller);
+      EXPECT_EQ(level, threads == 2 ? 1 : 0);  // inside the pair term's region at two threads only
+      EXPECT_EQ(inner_team, threads == 2 ? 1 : threads);
+      EXPECT_EQ(omp_get_max_threads(), threads);
       EXPECT_GT(work, 0);
       long differ = 0;
       for (int w = 0; w < 5; ++w)
