@@ -115,6 +115,17 @@ CUMULUS_HD inline double minimum_image(double d, double L) {
   const double h = 0.5 * L;
   return d > h ? d - L : (d < -h ? d + L : d);
 }
+// md.precision = "mixed": one component of a pair's separation from the coordinates rounded to
+// fp32, their difference in fp32, the nearest image as minimum_image finds it (L rounded to fp32, h
+// its exact half). The pair loops of every backend, generic and hand-written, compute it so, and the
+// host's SIMD first pass keeps its values for the terms: the coordinates' single rounding makes the
+// separation's error about 2^-24 of the box (as GROMACS's and OpenMM's fp32 coordinates), far below
+// an fp32 pair term's own. Antisymmetric bit for bit (a - b = -(b - a); the tests swap the
+// partners), so a pair's partner gets the exact negative.
+CUMULUS_HD inline float separation32(double xi, double xj, double L) {
+  const float d = static_cast<float>(xi) - static_cast<float>(xj), l = static_cast<float>(L), h = 0.5f * l;
+  return d > h ? d - l : (d < -h ? d + l : d);
+}
 // A coordinate that moved less than a box length, back into [0, L), counting the crossing.
 CUMULUS_HD inline double wrap(double x, double L, int& image) {
   if (x < 0) {

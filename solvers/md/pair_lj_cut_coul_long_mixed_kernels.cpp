@@ -34,9 +34,9 @@ struct MixedPair {
   CoulTerms t;
 };
 CUMULUS_HD inline MixedPair mixed_pair(const Atoms& a, const LjTable32& lj, const CoulParams32& p, int i, int j, int level) {
-  const float dx = static_cast<float>(minimum_image(a.x[i] - a.x[j], a.box[0]));
-  const float dy = static_cast<float>(minimum_image(a.y[i] - a.y[j], a.box[1]));
-  const float dz = static_cast<float>(minimum_image(a.z[i] - a.z[j], a.box[2]));
+  const float dx = separation32(a.x[i], a.x[j], a.box[0]);
+  const float dy = separation32(a.y[i], a.y[j], a.box[1]);
+  const float dz = separation32(a.z[i], a.z[j], a.box[2]);
   const float r2 = dx * dx + dy * dy + dz * dz;
   const float qq = p.qqr2e * (static_cast<float>(a.q[i]) * static_cast<float>(a.q[j]));
   const LjCoefficients32& c = lj.c[lj.ntypes == 1 ? 0 : a.type[i] * lj.ntypes + a.type[j]];
@@ -78,9 +78,10 @@ CUMULUS_HD inline double share(int which, const MixedPair& m) {
   }
 }
 
-// One pair's terms in fixed-point units: the force components dx F/r (exact fp64 products of two
-// fp32 numbers), and with `energy` the energy (fp64 sum of the three fp32 terms) and the virial r^2
-// F/r. bad: bit 0 a force term out of range (or NaN), bit 1 an energy or virial term.
+// One pair's terms in fixed-point units: the force components dx F/r (fp32 products), and with
+// `energy` the energy (fp64 sum of the three fp32 terms) and the virial r^2 F/r (an exact fp64
+// product). bad: bit 0 a force term out of range (or NaN), bit 1 an energy or virial term.
+CUMULUS_HD inline double product32(double d, double f) { return static_cast<float>(d) * static_cast<float>(f); }
 struct FixedTerms {
   std::int64_t f[3] = {0, 0, 0}, e = 0, v = 0;
   int bad = 0;
@@ -89,7 +90,8 @@ CUMULUS_HD inline FixedTerms fixed_terms(const MixedPair& m, bool energy) {
   FixedTerms u;
   const double f = m.t.fpair;
   // Every conversion runs (no short circuit): each writes its term.
-  const bool okx = fixed::units(m.dx * f, &u.f[0]), oky = fixed::units(m.dy * f, &u.f[1]), okz = fixed::units(m.dz * f, &u.f[2]);
+  const bool okx = fixed::units(product32(m.dx, f), &u.f[0]), oky = fixed::units(product32(m.dy, f), &u.f[1]),
+             okz = fixed::units(product32(m.dz, f), &u.f[2]);
   u.bad = okx && oky && okz ? 0 : 1;
   if (energy) {
     const bool oke = fixed::units(m.t.evdwl + m.t.ecoul + m.t.ecorr, &u.e), okv = fixed::units(m.r2 * f, &u.v);
@@ -102,18 +104,18 @@ CUMULUS_HD inline FixedTerms fixed_terms(const MixedPair& m, bool energy) {
 
 #if !defined(__CUDACC__) && defined(__x86_64__)
 // The host's loop by hand in AVX2, 8 fp32 lanes: mixed_pair's operations in its order, lane by
-// lane, so the same bits as the generic loop (which GCC 12 does not vectorise: its gathers). Passes
-// over a chunk of atom i's list: (1) keeping, in list order, the pairs that may have an fp32 r^2
-// below the largest fp32 cutoff (pair_simd::filter_chunk: about 60 % of a list with a 2 A skin)
-// and those whose r^2 is NaN; (2) the kept pairs' separations in fp64 (the minimum image, 4 lanes
-// at a time) rounded to fp32; (3) their terms in fp32, their products with the separations in fp64. A pair dropped has zero terms (r^2 at or beyond every cutoff), which change
-// no sum. AVX2 rather than AVX-512: every x86-64 machine this runs on has it (AVX-512's 16 lanes
+// lane, so the same bits as the generic loop (which GCC 12 does not vectorise: its gathers). Two
+// passes over a chunk of atom i's list: (1) every entry's separation (separation32, from the packed
+// fp32 rows) and r^2, the pairs whose r^2 is below the largest cutoff (or NaN) kept in list order
+// with their separations, r^2 and charges (about 60 % of a list with a 2 A skin); (2) the kept
+// pairs' terms in fp32, their products with the separations in fp64. A pair dropped has zero terms
+// (r^2 at or beyond every cutoff), which change no sum. AVX2 rather than AVX-512: every x86-64 machine this runs on has it (AVX-512's 16 lanes
 // are the next step), and the tests check its bits wherever they run.
 namespace {
 using pair_simd::rows4;
 constexpr int kChunk = 256;  // a multiple of 16; 256 rather than 64: see the double loop's kChunk
-int chunk_len = kChunk;      // this force call's (pair_simd::chunk_entries), set by pack_filter
-bool use_avx512 = false;     // mixed_chunk_avx512 rather than mixed_chunk_avx2, set by pack_filter
+int chunk_len = kChunk;      // this force call's (pair_simd::chunk_entries), set by pack_rows
+bool use_avx512 = false;     // mixed_chunk_avx512 rather than mixed_chunk_avx2, set by pack_rows
 // A chunk's kept partners (their fp32 separations, r^2 and charges), their terms in fixed-point
 // units (fixed_terms'), and per-partner flags when a term was out of range (filled only then, by
 // the scalar path).
@@ -125,16 +127,23 @@ struct alignas(64) MixedChunk {
   int bad[kChunk];
   float tf[kChunk], tev[kChunk], tec[kChunk], tek[kChunk];  // with the energy: F/r and the three energies
 };
-// The first pass's fp32 rows and threshold (pair_simd::pack_filter32) for tb, in the calling
-// thread's buffer (kept between calls). A pair whose fp32 r^2 (from its fp64 separation rounded,
-// as mixed_pair's) is below tb.reach2 has an fp64 r^2 below tb.reach2 (1 + 2^-20): the five
-// roundings on the way are each within 2^-24.
-void pack_filter(const Atoms& a, mixed_simd::Tables& tb) {
+// The local atoms' fp32 rows (x, y, z, charge: separation32's coordinates and mixed_pair's
+// charges) and the box in fp32 for tb, in the calling thread's buffer (kept between calls).
+void pack_rows(const Atoms& a, mixed_simd::Tables& tb) {
   chunk_len = pair_simd::chunk_entries(kChunk);
   static const bool avx512 = mixed_simd512::has_avx512_mixed();
   use_avx512 = avx512 && std::getenv("CUMULUS_HOST_AVX2") == nullptr;
   thread_local std::vector<float> buf;
-  tb.filter = pair_simd::pack_filter32(a, a.nlocal > a.n ? a.nlocal : a.n, static_cast<double>(tb.reach2) * (1 + 0x1p-20), buf);
+  const std::size_t n = static_cast<std::size_t>(a.nlocal > a.n ? a.nlocal : a.n);
+  buf.resize(4 * n + 16);
+  float* const f0 = buf.data() + (16 - (reinterpret_cast<std::uintptr_t>(buf.data()) / sizeof(float)) % 16) % 16;
+  for (std::size_t k = 0; k < n; ++k) {
+    float* const f = f0 + 4 * k;
+    f[0] = static_cast<float>(a.x[k]), f[1] = static_cast<float>(a.y[k]), f[2] = static_cast<float>(a.z[k]);
+    f[3] = static_cast<float>(a.q[k]);
+  }
+  tb.xyzq = f0;
+  for (int d = 0; d < 3; ++d) tb.box[d] = static_cast<float>(a.box[d]);
 }
 // The AVX2 loop where the CPU has it (CUMULUS_NO_AVX512 in the environment, as for the double
 // path's hand-written loop: the generic loops; the tests compare the two).
@@ -170,26 +179,6 @@ __attribute__((always_inline)) inline void pad_and_levels(const Atoms& a, int i,
       for (int k = 0; k < mc; ++k) c.level[k] = a.id[c.j[k]] == id ? level : c.level[k];
     }
   }
-}
-
-// A chunk's partners all kept, as the first pass would keep them (a row's near shells: ListShells),
-// with their types where the row's LJ part needs them (`types`; else c.type is not read).
-inline int take_all(const Atoms& a, const int* nb, int m, bool types, int* j, int* type) {
-  std::memcpy(j, nb, static_cast<std::size_t>(m) * sizeof(int));
-  if (types)
-    for (int k = 0; k < m; ++k) type[k] = a.type[nb[k]];
-  return m;
-}
-// The same 16 at a time, the types by gathers (stores end within m rounded up to 16: c.j and
-// c.type have room).
-__attribute__((target("avx512f"))) inline int take_all16(const Atoms& a, const int* nb, int m, bool types, int* j, int* type) {
-  for (int q = 0; q < m; q += 16) {
-    const __mmask16 live = m - q >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (m - q)) - 1u);
-    const __m512i jv = _mm512_maskz_loadu_epi32(live, nb + q);
-    _mm512_storeu_si512(j + q, jv);
-    if (types) _mm512_storeu_si512(type + q, _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, jv, a.type, 4));
-  }
-  return m;
 }
 
 // How much of each row of the host builder's half list the hand-written loops take this force
@@ -245,57 +234,129 @@ inline void row_span(const Atoms& a, const ShellCut& cut, int s, std::int64_t& n
 }
 
 CUMULUS_SIMD_WARNINGS_OFF  // core/macros.hpp
+// The first pass over atom i's list entries nb[0 .. m) (m <= kChunk), 8 at a time: each entry's
+// separation as separation32 computes it (tb's fp32 rows; the image by two compares, as
+// minimum_image) and r^2 as mixed_pair sums it; the entries whose r^2 is not at or beyond tb.reach2
+// (NaN kept), and all of the first m_sure (a row's near shells: ListShells), compacted in list order
+// into c: partner, separation, r^2 and charge. Each compacted vector is stored whole at the count
+// kept so far, at most the entry it came from: the stores end within m rounded up to 8. Returns how
+// many were kept.
+__attribute__((target("avx2"))) inline int separations8(const mixed_simd::Tables& tb, int i, const int* nb, int m, int m_sure,
+                                                        MixedChunk& c) {
+  const float* const rows = tb.xyzq;
+  __m256 ci[3], L[3], h[3], mh[3];
+  for (int d = 0; d < 3; ++d) {
+    ci[d] = _mm256_set1_ps(rows[4 * static_cast<std::ptrdiff_t>(i) + d]);
+    L[d] = _mm256_set1_ps(tb.box[d]);
+    h[d] = _mm256_set1_ps(0.5f * tb.box[d]);
+    mh[d] = _mm256_set1_ps(-(0.5f * tb.box[d]));
+  }
+  const __m256 reach2 = _mm256_set1_ps(tb.reach2);
+  alignas(32) int tail[8];
+  int mc = 0;
+  for (int q = 0; q < m; q += 8) {
+    const int live = m - q < 8 ? m - q : 8;
+    const int* jj = nb + q;
+    if (live < 8) {  // the last partner repeated: no read beyond the list
+      for (int k = 0; k < 8; ++k) tail[k] = nb[q + (k < live ? k : live - 1)];
+      jj = tail;
+    }
+    __m256 pos[4];  // x, y, z, charge
+    pair_simd::rows8(rows, jj, pos);
+    __m256 dv[3];
+    for (int d = 0; d < 3; ++d) {
+      const __m256 x = _mm256_sub_ps(ci[d], pos[d]);
+      const __m256 gt = _mm256_cmp_ps(x, h[d], _CMP_GT_OQ), lt = _mm256_cmp_ps(x, mh[d], _CMP_LT_OQ);
+      dv[d] = _mm256_blendv_ps(_mm256_blendv_ps(x, _mm256_add_ps(x, L[d]), lt), _mm256_sub_ps(x, L[d]), gt);
+    }
+    const __m256 r2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(dv[0], dv[0]), _mm256_mul_ps(dv[1], dv[1])), _mm256_mul_ps(dv[2], dv[2]));
+    const int sure = m_sure - q >= 8 ? 0xFF : (m_sure > q ? (1 << (m_sure - q)) - 1 : 0);
+    const int keep = (_mm256_movemask_ps(_mm256_cmp_ps(r2, reach2, _CMP_NGE_UQ)) | sure) & ((1 << live) - 1);
+    const __m256i perm = _mm256_load_si256(reinterpret_cast<const __m256i*>(pair_simd::kCompact8.idx[keep]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(c.j + mc),
+                        _mm256_permutevar8x32_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(jj)), perm));
+    float* const out[5] = {c.dx + mc, c.dy + mc, c.dz + mc, c.r2 + mc, c.qj + mc};
+    const __m256 val[5] = {dv[0], dv[1], dv[2], r2, pos[3]};
+    for (int w = 0; w < 5; ++w) _mm256_storeu_ps(out[w], _mm256_permutevar8x32_ps(val[w], perm));
+    mc += __builtin_popcount(static_cast<unsigned>(keep));
+  }
+  return mc;
+}
+
+// separations8 on 16 lanes (AVX-512F): the same operations, so the same values and pairs kept,
+// compacted by one compress each (in registers: the compress to memory is microcoded on Zen 4).
+__attribute__((target("avx512f"))) inline int separations16(const mixed_simd::Tables& tb, int i, const int* nb, int m, int m_sure,
+                                                             MixedChunk& c) {
+  const float* const rows = tb.xyzq;
+  __m512 ci[3], L[3], h[3], mh[3];
+  for (int d = 0; d < 3; ++d) {
+    ci[d] = _mm512_set1_ps(rows[4 * static_cast<std::ptrdiff_t>(i) + d]);
+    L[d] = _mm512_set1_ps(tb.box[d]);
+    h[d] = _mm512_set1_ps(0.5f * tb.box[d]);
+    mh[d] = _mm512_set1_ps(-(0.5f * tb.box[d]));
+  }
+  const __m512 reach2 = _mm512_set1_ps(tb.reach2);
+  int mc = 0;
+  for (int q = 0; q < m; q += 16) {
+    const __mmask16 live = m - q >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (m - q)) - 1u);
+    const __m512i jv = _mm512_maskz_loadu_epi32(live, nb + q);  // dead lanes: atom 0, not kept
+    alignas(64) int jj[16];
+    _mm512_store_si512(jj, jv);
+    // Rows 4g + k of the 16 in 128-bit lane g of r[k], then each lane's 4 x 4 block transposed:
+    // lane 4g + k of pos[w] is field w of partner 4g + k.
+    __m512 r[4];
+    auto row = [&](int l) { return _mm_load_ps(rows + 4 * static_cast<std::ptrdiff_t>(jj[l])); };
+    for (int k = 0; k < 4; ++k) {
+      r[k] = _mm512_castps128_ps512(row(k));
+      r[k] = _mm512_insertf32x4(r[k], row(4 + k), 1);
+      r[k] = _mm512_insertf32x4(r[k], row(8 + k), 2);
+      r[k] = _mm512_insertf32x4(r[k], row(12 + k), 3);
+    }
+    const __m512 t0 = _mm512_unpacklo_ps(r[0], r[1]), t1 = _mm512_unpackhi_ps(r[0], r[1]);
+    const __m512 t2 = _mm512_unpacklo_ps(r[2], r[3]), t3 = _mm512_unpackhi_ps(r[2], r[3]);
+    const __m512 pos[4] = {_mm512_shuffle_ps(t0, t2, 0x44), _mm512_shuffle_ps(t0, t2, 0xee), _mm512_shuffle_ps(t1, t3, 0x44),
+                           _mm512_shuffle_ps(t1, t3, 0xee)};
+    __m512 dv[3];
+    for (int d = 0; d < 3; ++d) {
+      const __m512 x = _mm512_sub_ps(ci[d], pos[d]);
+      const __mmask16 gt = _mm512_cmp_ps_mask(x, h[d], _CMP_GT_OQ), lt = _mm512_cmp_ps_mask(x, mh[d], _CMP_LT_OQ);
+      dv[d] = _mm512_mask_add_ps(_mm512_mask_sub_ps(x, gt, x, L[d]), lt, x, L[d]);
+    }
+    const __m512 r2 = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(dv[0], dv[0]), _mm512_mul_ps(dv[1], dv[1])), _mm512_mul_ps(dv[2], dv[2]));
+    const __mmask16 sure = m_sure - q >= 16 ? __mmask16(0xFFFF) : (m_sure > q ? __mmask16((1u << (m_sure - q)) - 1u) : __mmask16(0));
+    const __mmask16 keep = live & (sure | _mm512_cmp_ps_mask(r2, reach2, _CMP_NGE_UQ));
+    _mm512_storeu_si512(c.j + mc, _mm512_maskz_compress_epi32(keep, jv));
+    float* const out[5] = {c.dx + mc, c.dy + mc, c.dz + mc, c.r2 + mc, c.qj + mc};
+    const __m512 val[5] = {dv[0], dv[1], dv[2], r2, pos[3]};
+    for (int w = 0; w < 5; ++w) _mm512_storeu_ps(out[w], _mm512_maskz_compress_ps(keep, val[w]));
+    mc += __builtin_popcount(static_cast<unsigned>(keep));
+  }
+  return mc;
+}
+
 // Atom i's partners nb[0 .. m) (m <= kChunk): keeps those within tb.reach2 (see above) and puts their
 // terms into c.f, c.e, c.v in list order. Returns how many were kept (partners in c.j, levels in
 // c.level), and in *bad fixed_terms' bad bits over the lanes (then the values of the bad lanes are
-// not fixed_terms': the caller redoes the kept pairs by scalar).
-// xyzq: the local atoms' positions and charges packed (4 doubles an atom), or null to gather them
-// from a's arrays. Loads of whole rows and transposes rather than gathers where they can (a gather
-// of 8 lanes costs about as much as 8 loads on the Zen 3 this was measured on).
-__attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const Atoms& a, const double* xyzq,
-                                                      const LjTable32& lj, const CoulParams32& p, const mixed_simd::Tables& tb,
+// not fixed_terms': the caller redoes the kept pairs by scalar). The partners' coordinates and
+// charges come from tb's packed fp32 rows, loaded whole and transposed rather than gathered (a
+// gather of 8 lanes costs about as much as 8 loads on the Zen 3 this was measured on).
+__attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const Atoms& a, const LjTable32& lj, const CoulParams32& p, const mixed_simd::Tables& tb,
                                                       int i, bool energy, int m_sure, MixedChunk& c, int* bad) {
   using namespace mixed_simd;
-  // (1) which entries may be within reach, in fp32 (pair_simd::pack_filter32: fp32 positions, a
-  // threshold widened by their errors): their partners and types compacted in list order.
+  // (1) every entry's separation and r^2; those that may have terms kept (separations8).
   const bool several_types = lj.ntypes > 1;
   // The row's LJ part, unless all of it is +0 (water's hydrogens): only then are types read.
   const bool row_lj = p.lj && !(lj.ntypes <= 8 && tb.no_lj[lj.ntypes == 1 ? 0 : a.type[i]]);
-  int mc = take_all(a, nb, m_sure, several_types && row_lj, c.j, c.type);
-  if (m_sure < m) mc += pair_simd::filter_chunk(tb.filter, a, i, nb + m_sure, m - m_sure, several_types, c.j + mc, c.type + mc);
+  const int mc = separations8(tb, i, nb, m, m_sure, c);
   *bad = 0;
   if (mc == 0) return 0;
+  if (several_types && row_lj)
+    for (int k = 0; k < mc; ++k) c.type[k] = a.type[c.j[k]];
   // Padding to whole pairs of 8-lane groups: atom i itself beyond every cutoff (zero terms).
   const int mp = (mc + 15) / 16 * 16;
   for (int k = mc; k < mp; ++k) {
     c.j[k] = i;
     c.type[k] = several_types ? a.type[i] : 0;
-  }
-  // (2) the kept partners' separations: fp64 differences, the minimum image (4 lanes at a time),
-  // rounded to fp32, and r^2 in fp32, as mixed_pair computes them.
-  {
-    const __m256d ci[3] = {_mm256_set1_pd(a.x[i]), _mm256_set1_pd(a.y[i]), _mm256_set1_pd(a.z[i])};
-    const pair_simd::Image4 im = pair_simd::image_consts4(a.box);
-    const __m256d* const L = im.L;
-    const __m256d* const h = im.h;
-    const __m256d* const mh = im.mh;
-    for (int q = 0; q < mc; q += 4) {
-      const __m128i jv = _mm_load_si128(reinterpret_cast<const __m128i*>(c.j + q));
-      __m256d pos[4];  // x, y, z, q
-      if (xyzq) {
-        rows4(xyzq, jv, pos);
-      } else {
-        const double* xs[4] = {a.x, a.y, a.z, a.q};
-        for (int d = 0; d < 4; ++d) pos[d] = _mm256_i32gather_pd(xs[d], jv, 8);
-      }
-      __m128 dv[3];
-      for (int d = 0; d < 3; ++d) dv[d] = _mm256_cvtpd_ps(image4(_mm256_sub_pd(ci[d], pos[d]), L[d], h[d], mh[d]));
-      _mm_store_ps(c.dx + q, dv[0]);
-      _mm_store_ps(c.dy + q, dv[1]);
-      _mm_store_ps(c.dz + q, dv[2]);
-      _mm_store_ps(c.r2 + q, _mm_add_ps(_mm_add_ps(_mm_mul_ps(dv[0], dv[0]), _mm_mul_ps(dv[1], dv[1])), _mm_mul_ps(dv[2], dv[2])));
-      _mm_store_ps(c.qj + q, _mm256_cvtpd_ps(pos[3]));
-    }
   }
   pad_and_levels(a, i, tb.reach2, mc, mp, c);
   // (2) terms
@@ -360,68 +421,31 @@ __attribute__((target("avx2"))) int mixed_chunk_avx2(int m, const int* nb, const
 }
 
 // mixed_chunk_avx2 in AVX-512 where the CPU has it (mixed_simd512::has_avx512_mixed; not with
-// CUMULUS_HOST_AVX2, which the tests set to compare the two): the first pass 16 fp32 lanes at a
-// time, the separations 8 fp64 lanes at a time, the terms and their fixed-point units 16 fp32
-// lanes at a time (one group: two, as the AVX2 loop interleaves, spilled 168 vector registers
+// CUMULUS_HOST_AVX2, which the tests set to compare the two): the first pass (separations16) and
+// the terms and their fixed-point units 16 fp32 lanes at a time (one group: two, as the AVX2 loop interleaves, spilled 168 vector registers
 // against 92 and measured 5 % slower on Zen 4). The same operations in the same order per lane, so
 // the same bits.
-CUMULUS_AVX512_MIXED int mixed_chunk_avx512(int m, const int* nb, const Atoms& a, const double* xyzq, const LjTable32& lj,
+CUMULUS_AVX512_MIXED int mixed_chunk_avx512(int m, const int* nb, const Atoms& a, const LjTable32& lj,
                                             const CoulParams32& p, const mixed_simd::Tables& tb, int i,
                                             bool energy, int m_sure, MixedChunk& c, int* bad) {
   namespace v16 = mixed_simd512;
   const bool several_types = lj.ntypes > 1;
   // The row's LJ part, unless all of it is +0 (water's hydrogens): only then are types read.
   const bool row_lj = p.lj && !(lj.ntypes <= 8 && tb.no_lj[lj.ntypes == 1 ? 0 : a.type[i]]);
-  int mc = take_all16(a, nb, m_sure, several_types && row_lj, c.j, c.type);
-  if (m_sure < m) mc += pair_simd::filter_chunk16(tb.filter, a, i, nb + m_sure, m - m_sure, several_types, c.j + mc, c.type + mc);
+  const int mc = separations16(tb, i, nb, m, m_sure, c);
   *bad = 0;
   if (mc == 0) return 0;
+  if (several_types && row_lj)  // the kept partners' types, 16 by a gather (c.type has room)
+    for (int q = 0; q < mc; q += 16) {
+      const __mmask16 live = mc - q >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (mc - q)) - 1u);
+      _mm512_storeu_si512(c.type + q, _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, _mm512_loadu_si512(c.j + q), a.type, 4));
+    }
   // Padding to whole 16-lane groups: atom i itself beyond every cutoff (zero terms).
   constexpr int G = 1;
   const int mp = (mc + 16 * G - 1) / (16 * G) * (16 * G);
   for (int k = mc; k < mp; ++k) {
     c.j[k] = i;
     c.type[k] = several_types ? a.type[i] : 0;
-  }
-  // The kept partners' separations, 8 at a time: fp64 differences, the minimum image, rounded to
-  // fp32, and r^2 in fp32 (mixed_pair's operations).
-  {
-    __m512d ci[3], L[3], h[3], mh[3];
-    const double* const xi[3] = {a.x, a.y, a.z};
-    for (int d = 0; d < 3; ++d) {
-      ci[d] = _mm512_set1_pd(xi[d][i]);
-      L[d] = _mm512_set1_pd(a.box[d]);
-      h[d] = _mm512_set1_pd(0.5 * a.box[d]);
-      mh[d] = _mm512_set1_pd(-(0.5 * a.box[d]));
-    }
-    for (int q = 0; q < mc; q += 8) {
-      const __m256i jv = _mm256_load_si256(reinterpret_cast<const __m256i*>(c.j + q));
-      __m512d pos[4];  // x, y, z, q
-      if (xyzq) {
-        // The 8 partners' (x, y, z, q) rows loaded whole and transposed (the double loop's).
-        __m512d pr[4];
-        for (int l = 0; l < 4; ++l)
-          pr[l] = _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_loadu_pd(xyzq + 4 * static_cast<std::ptrdiff_t>(c.j[q + 2 * l]))),
-                                     _mm256_loadu_pd(xyzq + 4 * static_cast<std::ptrdiff_t>(c.j[q + 2 * l + 1])), 1);
-        const __m512d t0 = _mm512_unpacklo_pd(pr[0], pr[1]), t1 = _mm512_unpackhi_pd(pr[0], pr[1]);
-        const __m512d t2 = _mm512_unpacklo_pd(pr[2], pr[3]), t3 = _mm512_unpackhi_pd(pr[2], pr[3]);
-        const __m512i even = _mm512_setr_epi64(0, 4, 1, 5, 8, 12, 9, 13), odd = _mm512_setr_epi64(2, 6, 3, 7, 10, 14, 11, 15);
-        pos[0] = _mm512_permutex2var_pd(t0, even, t2);
-        pos[2] = _mm512_permutex2var_pd(t0, odd, t2);
-        pos[1] = _mm512_permutex2var_pd(t1, even, t3);
-        pos[3] = _mm512_permutex2var_pd(t1, odd, t3);
-      } else {
-        const double* xs[4] = {a.x, a.y, a.z, a.q};
-        for (int d = 0; d < 4; ++d) pos[d] = _mm512_i32gather_pd(jv, xs[d], 8);
-      }
-      __m256 dv[3];
-      for (int d = 0; d < 3; ++d) dv[d] = _mm512_cvtpd_ps(pair_simd::image512(_mm512_sub_pd(ci[d], pos[d]), L[d], h[d], mh[d]));
-      _mm256_store_ps(c.dx + q, dv[0]);
-      _mm256_store_ps(c.dy + q, dv[1]);
-      _mm256_store_ps(c.dz + q, dv[2]);
-      _mm256_store_ps(c.r2 + q, _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(dv[0], dv[0]), _mm256_mul_ps(dv[1], dv[1])), _mm256_mul_ps(dv[2], dv[2])));
-      _mm256_store_ps(c.qj + q, _mm512_cvtpd_ps(pos[3]));
-    }
   }
   pad_and_levels(a, i, tb.reach2, mc, mp, c);
   // The terms.
@@ -504,14 +528,14 @@ int chunk_scalar(int m, const Atoms& a, const LjTable32& lj, const CoulParams32&
 // some c.bad[k] are set; otherwise c.bad is not read).
 // The first n_sure entries are taken without the first pass's test (row_span).
 template <class Add>
-void mixed_pairs(const Atoms& a, const double* xyzq, const LjTable32& lj, const CoulParams32& p, const mixed_simd::Tables& tb, int i,
+void mixed_pairs(const Atoms& a, const LjTable32& lj, const CoulParams32& p, const mixed_simd::Tables& tb, int i,
                  const int* nb, std::int64_t n, std::int64_t n_sure, MixedChunk& c, Add add) {
   for (std::int64_t k0 = 0; k0 < n; k0 += chunk_len) {
     const int len = static_cast<int>(n - k0 < chunk_len ? n - k0 : chunk_len);
     const int sure = static_cast<int>(std::clamp<std::int64_t>(n_sure - k0, 0, len));
     int bad = 0;
-    const int kept = use_avx512 ? mixed_chunk_avx512(len, nb + k0, a, xyzq, lj, p, tb, i, a.energy, sure, c, &bad)
-                                : mixed_chunk_avx2(len, nb + k0, a, xyzq, lj, p, tb, i, a.energy, sure, c, &bad);
+    const int kept = use_avx512 ? mixed_chunk_avx512(len, nb + k0, a, lj, p, tb, i, a.energy, sure, c, &bad)
+                                : mixed_chunk_avx2(len, nb + k0, a, lj, p, tb, i, a.energy, sure, c, &bad);
     if (bad) bad = chunk_scalar(kept, a, lj, p, i, a.energy, c);
     add(c, kept, bad);
   }
@@ -530,7 +554,7 @@ void coul_forces_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj, cons
     detail::KernelTimer<int> timer(ex, "md.forces");
     mixed_simd::Tables tb;
     tb.init(lj, p);
-    pack_filter(a, tb);
+    pack_rows(a, tb);
 #pragma omp parallel
     {
       MixedChunk c;
@@ -538,7 +562,7 @@ void coul_forces_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj, cons
       for (int i = 0; i < a.n; ++i) {
         std::int64_t s[5] = {0, 0, 0, 0, 0};
         int bad = 0;
-        mixed_pairs(a, nullptr, lj, p, tb, i, a.neighbors + a.start[i], a.start[i + 1] - a.start[i], 0, c, [&](const MixedChunk& ch, int m, int b) {
+        mixed_pairs(a, lj, p, tb, i, a.neighbors + a.start[i], a.start[i + 1] - a.start[i], 0, c, [&](const MixedChunk& ch, int m, int b) {
           for (int w = 0; w < 3; ++w)
             for (int k = 0; k < m; ++k) s[w] += ch.f[w][k];
           if (energy)
@@ -645,30 +669,21 @@ __attribute__((target("avx2"))) void add_chunk_rows(const MixedChunk& ch, int m,
 void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParams32& p, std::vector<std::int64_t>& scratch) {
   const int nthreads = omp_get_max_threads();
   const std::size_t nl = static_cast<std::size_t>(a.nlocal > a.n ? a.nlocal : a.n), per = (kPer * nl + 3) / 4 * 4;
-  // The threads' arrays, then the packed positions and charges (4 doubles an atom; int64 and double
-  // have the same size) for the SIMD loop, all from a 32-byte boundary.
+  // The threads' arrays, from a 32-byte boundary.
   const std::size_t packed = per * static_cast<std::size_t>(nthreads);
-  if (scratch.size() < packed + 4 * nl + 4) scratch.resize(packed + 4 * nl + 4);
+  if (scratch.size() < packed + 4) scratch.resize(packed + 4);
   std::int64_t* const base = scratch.data() + (4 - (reinterpret_cast<std::uintptr_t>(scratch.data()) / sizeof(std::int64_t)) % 4) % 4;
-  double* const xyzq = reinterpret_cast<double*>(base + packed);
   const bool energy = a.energy;
 #if defined(__x86_64__)
   mixed_simd::Tables tb;
   tb.init(lj, p);
-  pack_filter(a, tb);
+  pack_rows(a, tb);
   const ShellCut cut = shell_cut(a, tb.reach2);
 #endif
 #pragma omp parallel num_threads(nthreads)
   {
     // The team that runs (fewer than asked under OMP_DYNAMIC): only its arrays are zeroed and added.
     const int team = omp_get_num_threads();
-#pragma omp for schedule(static)
-    for (std::size_t k = 0; k < nl; ++k) {
-      xyzq[4 * k] = a.x[k];
-      xyzq[4 * k + 1] = a.y[k];
-      xyzq[4 * k + 2] = a.z[k];
-      xyzq[4 * k + 3] = a.q[k];
-    }
     std::int64_t* const mine = base + per * static_cast<std::size_t>(omp_get_thread_num());
     const MixedAcc acc = mixed_acc(mine, nl);
     std::fill(mine, mine + per, std::int64_t{0});
@@ -686,7 +701,7 @@ void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParam
       if (simd) {
         std::int64_t n, n_sure;
         row_span(a, cut, s, n, n_sure);
-        mixed_pairs(a, xyzq, lj, p, tb, i, a.neighbors + a.start[s], n, n_sure, c, [&](const MixedChunk& ch, int m, int bad) {
+        mixed_pairs(a, lj, p, tb, i, a.neighbors + a.start[s], n, n_sure, c, [&](const MixedChunk& ch, int m, int bad) {
           add_chunk_rows(ch, m, energy, acc.rows, si);
           if (energy)
             for (int k = 0; k < m; ++k) {
@@ -762,7 +777,7 @@ void coul_sums_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParams3
 #if defined(__x86_64__)
   mixed_simd::Tables tb;
   tb.init(lj, p);
-  pack_filter(a, tb);
+  pack_rows(a, tb);
   const ShellCut cut = shell_cut(a, tb.reach2);
 #endif
 #pragma omp parallel
@@ -793,7 +808,7 @@ void coul_sums_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParams3
       if (simd) {
         std::int64_t n, n_sure;
         row_span(a, cut, s, n, n_sure);
-        mixed_pairs(a, nullptr, lj, p, tb, i, a.neighbors + a.start[s], n, n_sure, c,
+        mixed_pairs(a, lj, p, tb, i, a.neighbors + a.start[s], n, n_sure, c,
                     [&](const MixedChunk& ch, int m, int chunk_bad) {
                       for (int k = 0; k < m; ++k) {
                         MixedPair mp;

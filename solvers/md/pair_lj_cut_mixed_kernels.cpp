@@ -28,9 +28,9 @@ struct LjMixedPair {
   double d[3], r2, fpair, e;
 };
 CUMULUS_HD inline LjMixedPair lj_mixed_pair(const Atoms& a, const LjTable32& lj, int i, int j) {
-  const float dx = static_cast<float>(minimum_image(a.x[i] - a.x[j], a.box[0]));
-  const float dy = static_cast<float>(minimum_image(a.y[i] - a.y[j], a.box[1]));
-  const float dz = static_cast<float>(minimum_image(a.z[i] - a.z[j], a.box[2]));
+  const float dx = separation32(a.x[i], a.x[j], a.box[0]);
+  const float dy = separation32(a.y[i], a.y[j], a.box[1]);
+  const float dz = separation32(a.z[i], a.z[j], a.box[2]);
   const float r2 = dx * dx + dy * dy + dz * dz;
   const LjCoefficients32& c = lj.c[lj.ntypes == 1 ? 0 : a.type[i] * lj.ntypes + a.type[j]];
   const float in = r2 < c.cut2 ? 1.0f : 0.0f;
@@ -49,8 +49,10 @@ struct LjFixed {
 CUMULUS_HD inline LjFixed lj_fixed(const LjMixedPair& m, bool energy) {
   LjFixed u;
   // Every conversion runs (no short circuit): each writes its term.
-  const bool okx = fixed::units(m.d[0] * m.fpair, &u.f[0]), oky = fixed::units(m.d[1] * m.fpair, &u.f[1]),
-             okz = fixed::units(m.d[2] * m.fpair, &u.f[2]);
+  // The force components as fp32 products (lj/cut/coul/long's fixed_terms'); m's values are fp32's.
+  const auto product32 = [&](int c) -> double { return static_cast<float>(m.d[c]) * static_cast<float>(m.fpair); };
+  const bool okx = fixed::units(product32(0), &u.f[0]), oky = fixed::units(product32(1), &u.f[1]),
+             okz = fixed::units(product32(2), &u.f[2]);
   u.bad = okx && oky && okz ? 0 : 1;
   if (energy) {
     const bool oke = fixed::units(m.e, &u.e), okv = fixed::units(m.r2 * m.fpair, &u.v);

@@ -41,7 +41,10 @@ __attribute__((target("avx2"))) inline __m256i fixed4(__m256d v, __m256d& ok) {
 // the loop's time on the water benchmark).
 struct Tables {
   float reach2 = 0;  // the largest cutoff in fp32, squared: a pair at or beyond it has zero terms
-  pair_simd::Filter32 filter;  // the first pass's fp32 rows and threshold (pack_filter)
+  // The local atoms' fp32 x, y, z and charge (16 bytes an atom, 64-byte aligned) and the box in
+  // fp32: separation32's operands, packed once per force call (pack_rows).
+  const float* xyzq = nullptr;
+  float box[3] = {};
   alignas(32) float special_coul[8] = {}, special_lj[8] = {};
   alignas(32) float rows[8][6][8] = {};  // up to 8 types: rows[ti][w][tj], field w of ti against tj
   // Up to 8 types: whether type ti's pairs have no LJ part (every coefficient 0, as water's
@@ -212,16 +215,20 @@ template <bool Fast>
 __attribute__((target("avx2"), always_inline)) inline void to_fixed_as(const Terms& t, __m256 dx, __m256 dy, __m256 dz, __m256 r2, bool energy,
                                                         Fixed& out, __m256d& ok_f, __m256d& ok_e) {
   const __m256d unit = _mm256_set1_pd(fixed::kUnit);
-  __m256d f2[2], d2[2];
-  widen(t.f, f2[0], f2[1]);
-  if constexpr (Fast)
-    for (int h = 0; h < 2; ++h) f2[h] = _mm256_mul_pd(f2[h], unit);
+  __m256d d2[2];
+  // The force components: fp32 products (fixed_terms'), in the fast case of F/r taken in units
+  // first (exact; a product that this changes, one below fp32's normal range, is 0 units either way).
   const __m256 comp[3] = {dx, dy, dz};
+  const __m256 fu = Fast ? _mm256_mul_ps(t.f, _mm256_set1_ps(0x1p24f)) : t.f;
   for (int w = 0; w < 3; ++w) {
-    widen(comp[w], d2[0], d2[1]);
-    for (int h = 0; h < 2; ++h) out.f[w][h] = units4<Fast>(_mm256_mul_pd(d2[h], f2[h]), ok_f);
+    widen(_mm256_mul_ps(comp[w], fu), d2[0], d2[1]);
+    for (int h = 0; h < 2; ++h) out.f[w][h] = units4<Fast>(d2[h], ok_f);
   }
   if (energy) {
+    __m256d f2[2];
+    widen(t.f, f2[0], f2[1]);
+    if constexpr (Fast)
+      for (int h = 0; h < 2; ++h) f2[h] = _mm256_mul_pd(f2[h], unit);
     __m256d ev[2], ec[2], ek[2], rr[2];
     widen(t.evdwl, ev[0], ev[1]);
     widen(t.ecoul, ec[0], ec[1]);

@@ -180,16 +180,30 @@ CUMULUS_AVX512_MIXED __attribute__((always_inline)) inline void to_fixed_as(cons
                                                                              __m512 r2, bool energy, Fixed& out, __mmask8& ok_f,
                                                                              __mmask8& ok_e) {
   const __m512d unit = _mm512_set1_pd(fixed::kUnit);
-  __m512d f2[2], d2[2];
-  widen(t.f, f2[0], f2[1]);
-  if constexpr (Fast)
-    for (int h = 0; h < 2; ++h) f2[h] = _mm512_mul_pd(f2[h], unit);
+  // The force components: fp32 products (fixed_terms'). In the fast case F/r is taken in units
+  // first (exact; a product that this changes, one below fp32's normal range, is 0 units either
+  // way) and each product converted to an integer directly (to nearest, ties to even: MXCSR's
+  // default, as fixed::units rounds; within 2^44 units, exact in fp32's range).
   const __m512 comp[3] = {dx, dy, dz};
-  for (int w = 0; w < 3; ++w) {
-    widen(comp[w], d2[0], d2[1]);
-    for (int h = 0; h < 2; ++h) out.f[w][h] = units8<Fast>(_mm512_mul_pd(d2[h], f2[h]), ok_f);
+  if constexpr (Fast) {
+    const __m512 fu = _mm512_mul_ps(t.f, _mm512_set1_ps(0x1p24f));
+    for (int w = 0; w < 3; ++w) {
+      const __m512 s = _mm512_mul_ps(comp[w], fu);
+      out.f[w][0] = _mm512_cvtps_epi64(_mm512_castps512_ps256(s));
+      out.f[w][1] = _mm512_cvtps_epi64(_mm512_extractf32x8_ps(s, 1));
+    }
+  } else {
+    __m512d d2[2];
+    for (int w = 0; w < 3; ++w) {
+      widen(_mm512_mul_ps(comp[w], t.f), d2[0], d2[1]);
+      for (int h = 0; h < 2; ++h) out.f[w][h] = fixed8(d2[h], ok_f);
+    }
   }
   if (energy) {
+    __m512d f2[2];
+    widen(t.f, f2[0], f2[1]);
+    if constexpr (Fast)
+      for (int h = 0; h < 2; ++h) f2[h] = _mm512_mul_pd(f2[h], unit);
     __m512d ev[2], ec[2], ek[2], rr[2];
     widen(t.evdwl, ev[0], ev[1]);
     widen(t.ecoul, ec[0], ec[1]);

@@ -460,7 +460,9 @@ TEST(PairLjCut, MixedPrecisionIsDoubleToFp32AndTheSameOverEveryList) {
   }
   const double rms = std::sqrt(df / f2), epot = std::fabs(pe_m - pe_d) / std::fabs(pe_d);
   std::printf("[ mixed ] lj/cut: RMS force error %.2e of the RMS force, energy %.2e relative\n", rms, epot);
-  EXPECT_LT(rms, 2e-6);
+  // fp32 terms and fp32 coordinates (separation32: each within 2^-25 of itself, 3e-7 A at 10 A,
+  // felt times the pair force's stiffness, 13 for LJ at contact): 4.8e-6 here.
+  EXPECT_LT(rms, 1e-5);
   EXPECT_GT(rms, 1e-10);  // and fp32 indeed
   EXPECT_LT(epot, 1e-6);
   for (int c = 0; c < 3; ++c)
