@@ -28,22 +28,21 @@ long double erf_over_x(long double x) {
   return std::erf(x) / x;
 }
 
-}  // namespace
-
-std::vector<double> coul_table_build(double alpha, double cut2, int* n, double* inv_ds) {
-  // Intervals at most 1/8 wide in u = alpha^2 s (coul_table.hpp).
+// `per_u` intervals per unit of u = alpha^2 s (at least 8), each interpolated at N Chebyshev points
+// and converted to N monomial coefficients in the interval's x (long double).
+template <int N>
+std::vector<long double> chebyshev_lines(double alpha, double cut2, int per_u, int* n, double* inv_ds) {
   const double U = alpha * alpha * cut2;
-  const int count = std::max(8, static_cast<int>(std::ceil(U * 8)));
+  const int count = std::max(8, static_cast<int>(std::ceil(U * per_u)));
   *n = count;
   *inv_ds = count / cut2;
-  constexpr int N = kCoulTableStride;
-  // Monomial coefficients of the Chebyshev polynomials T_0 .. T_7 (T_{k+1} = 2x T_k - T_{k-1}).
+  // Monomial coefficients of the Chebyshev polynomials T_0 .. T_{N-1} (T_{k+1} = 2x T_k - T_{k-1}).
   long double T[N][N] = {};
   T[0][0] = 1;
   T[1][1] = 1;
   for (int k = 1; k + 1 < N; ++k)
     for (int m = 0; m < N; ++m) T[k + 1][m] = (m > 0 ? 2 * T[k][m - 1] : 0) - T[k - 1][m];
-  std::vector<double> c(static_cast<std::size_t>(count) * N, 0.0);
+  std::vector<long double> c(static_cast<std::size_t>(count) * N, 0.0L);
   for (int k = 0; k < count; ++k) {
     const long double pi = std::acos(-1.0L), lds = static_cast<long double>(cut2) / count, la = alpha;
     long double f[N];
@@ -59,14 +58,28 @@ std::vector<double> coul_table_build(double alpha, double cut2, int* n, double* 
       for (int j = 0; j < N; ++j) sum += f[j] * std::cos(q * pi * (j + 0.5L) / N);
       a[q] = (q == 0 ? 1.0L : 2.0L) / N * sum;
     }
-    double* out = c.data() + static_cast<std::size_t>(k) * N;
+    long double* out = c.data() + static_cast<std::size_t>(k) * N;
     for (int m = 0; m < N; ++m) {
       long double sum = 0;
       for (int q = m; q < N; ++q) sum += a[q] * T[q][m];
-      out[m] = static_cast<double>(sum);
+      out[m] = sum;
     }
   }
   return c;
+}
+
+}  // namespace
+
+std::vector<double> coul_table_build(double alpha, double cut2, int* n, double* inv_ds) {
+  // Intervals at most 1/8 wide in u = alpha^2 s (coul_table.hpp).
+  const std::vector<long double> c = chebyshev_lines<kCoulTableStride>(alpha, cut2, 8, n, inv_ds);
+  return std::vector<double>(c.begin(), c.end());
+}
+
+std::vector<float> coul_table_build32(double alpha, double cut2, int* n, double* inv_ds) {
+  // Intervals at most 1/32 wide in u (coul_table.hpp).
+  const std::vector<long double> c = chebyshev_lines<kCoulTable32Stride>(alpha, cut2, 32, n, inv_ds);
+  return std::vector<float>(c.begin(), c.end());
 }
 
 }  // namespace cumulus::md

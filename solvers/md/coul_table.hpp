@@ -19,6 +19,14 @@
 // above), so the table is as exact as double allows: measured against hd::erfc in
 // tests/unit/test_coul_table.cpp. Evaluation is plain +, * and a truncation to int: the same bits on
 // the host and CUDA.
+//
+// md.precision = "mixed" has a table of its own in fp32 (coul_table_build32): degree 3 (4
+// coefficients, a 16-byte line) on intervals at most 1/32 wide in u, interpolating at 4 Chebyshev
+// points. fp32 rounds h to about 1e-7 of itself anyway, and degree 3 on these intervals errs less than
+// that (the interpolation bound: (w/2)^4 / (2^3 4!) 1/9 with w = 1/32), so it is as exact as the
+// degree-7 lines rounded to fp32 were: the force's erfc part within about 4e-9 kcal/mol/A per unit
+// charge product, measured in tests/unit/test_md_coulomb.cpp. Half the line and a shorter Horner
+// chain are a tenth of the mixed pair loop's work.
 #include <vector>
 
 #include "core/macros.hpp"
@@ -27,12 +35,13 @@ namespace cumulus::md {
 
 constexpr int kCoulTableDegree = 7;  // coul_table_eval is written out for it
 constexpr int kCoulTableStride = kCoulTableDegree + 1;
+constexpr int kCoulTable32Degree = 3;  // the fp32 table's (mixed precision)
+constexpr int kCoulTable32Stride = kCoulTable32Degree + 1;
 
-// R: double, or float for md.precision = "mixed" (the same coefficients rounded to float: about
-// 1e-7 of h, the precision of the rest of a mixed pair).
+// R: double (degree 7), or float for md.precision = "mixed" (degree 3: coul_table_build32).
 template <class R>
 struct CoulTableViewT {
-  const R* c = nullptr;  // n * kCoulTableStride coefficients, lowest order first
+  const R* c = nullptr;  // n * kCoulTableStride (float: kCoulTable32Stride) coefficients, lowest order first
   R inv_ds = 0;          // 1 / interval width in s
   R smax = 0;            // the table's end (cut2): s is clamped to it
   int n = 0;
@@ -41,6 +50,8 @@ using CoulTableView = CoulTableViewT<double>;
 
 // The table for alpha and cut2 (host memory): n and inv_ds are set.
 std::vector<double> coul_table_build(double alpha, double cut2, int* n, double* inv_ds);
+// The fp32 table of degree 3 (mixed precision), likewise.
+std::vector<float> coul_table_build32(double alpha, double cut2, int* n, double* inv_ds);
 
 // h(s) and h'(s), s in [0, inf): beyond smax the end of the table (the caller masks those pairs).
 template <class R>
@@ -49,6 +60,18 @@ CUMULUS_HD inline void coul_table_eval(const CoulTableViewT<R>& t, R s, R* h, R*
   int k = static_cast<int>(v);
   if (k > t.n - 1) k = t.n - 1;
   const R x = 2 * (v - static_cast<R>(k)) - 1;
+  if constexpr (sizeof(R) == sizeof(float)) {  // the fp32 table: degree 3
+    const R* c = t.c + k * kCoulTable32Stride;
+    R p = c[3], d = p;
+    p = p * x + c[2];
+    d = d * x + p;
+    p = p * x + c[1];
+    d = d * x + p;
+    p = p * x + c[0];
+    *h = p;
+    *dh = d * (2 * t.inv_ds);
+    return;
+  }
   const R* c = t.c + k * kCoulTableStride;
   // Horner for the polynomial and its derivative, written out (a loop here kept the caller's loop
   // from vectorising).

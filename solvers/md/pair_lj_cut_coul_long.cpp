@@ -123,9 +123,11 @@ class CoulLong : public ForceTerm {
     p_.table = CoulTableView{coul_table_.data(), inv_ds, p_.cut2, n};
     if (mixed_) {
       p32_.alpha = static_cast<float>(alpha);
-      const std::vector<float> c32(c.begin(), c.end());
+      int n32 = 0;
+      double inv_ds32 = 0;
+      const std::vector<float> c32 = coul_table_build32(alpha, p_.cut2, &n32, &inv_ds32);  // its own: degree 3
       coul_table32_ = Buffer<float>::copy_of(*ex_, c32, 1);
-      p32_.table = CoulTableViewT<float>{coul_table32_.data(), static_cast<float>(inv_ds), p32_.cut2, n};
+      p32_.table = CoulTableViewT<float>{coul_table32_.data(), static_cast<float>(inv_ds32), p32_.cut2, n32};
     }
   }
 

@@ -285,7 +285,7 @@ __attribute__((target("avx2"))) inline int separations8(const mixed_simd::Tables
 
 // separations8 on 16 lanes (AVX-512F): the same operations, so the same values and pairs kept,
 // compacted by one compress each (in registers: the compress to memory is microcoded on Zen 4).
-__attribute__((target("avx512f"))) inline int separations16(const mixed_simd::Tables& tb, int i, const int* nb, int m, int m_sure,
+CUMULUS_AVX512_MIXED inline int separations16(const mixed_simd::Tables& tb, int i, const int* nb, int m, int m_sure,
                                                              MixedChunk& c) {
   const float* const rows = tb.xyzq;
   __m512 ci[3], L[3], h[3], mh[3];
@@ -302,20 +302,8 @@ __attribute__((target("avx512f"))) inline int separations16(const mixed_simd::Ta
     const __m512i jv = _mm512_maskz_loadu_epi32(live, nb + q);  // dead lanes: atom 0, not kept
     alignas(64) int jj[16];
     _mm512_store_si512(jj, jv);
-    // Rows 4g + k of the 16 in 128-bit lane g of r[k], then each lane's 4 x 4 block transposed:
-    // lane 4g + k of pos[w] is field w of partner 4g + k.
-    __m512 r[4];
-    auto row = [&](int l) { return _mm_load_ps(rows + 4 * static_cast<std::ptrdiff_t>(jj[l])); };
-    for (int k = 0; k < 4; ++k) {
-      r[k] = _mm512_castps128_ps512(row(k));
-      r[k] = _mm512_insertf32x4(r[k], row(4 + k), 1);
-      r[k] = _mm512_insertf32x4(r[k], row(8 + k), 2);
-      r[k] = _mm512_insertf32x4(r[k], row(12 + k), 3);
-    }
-    const __m512 t0 = _mm512_unpacklo_ps(r[0], r[1]), t1 = _mm512_unpackhi_ps(r[0], r[1]);
-    const __m512 t2 = _mm512_unpacklo_ps(r[2], r[3]), t3 = _mm512_unpackhi_ps(r[2], r[3]);
-    const __m512 pos[4] = {_mm512_shuffle_ps(t0, t2, 0x44), _mm512_shuffle_ps(t0, t2, 0xee), _mm512_shuffle_ps(t1, t3, 0x44),
-                           _mm512_shuffle_ps(t1, t3, 0xee)};
+    __m512 pos[4];  // x, y, z, charge
+    mixed_simd512::rows16(rows, jj, pos);
     __m512 dv[3];
     for (int d = 0; d < 3; ++d) {
       const __m512 x = _mm512_sub_ps(ci[d], pos[d]);

@@ -93,32 +93,18 @@ __attribute__((target("avx2"))) inline Consts consts(const CoulParams32& p, cons
   return k;
 }
 
-// coul_table_eval's lines for 8 lanes: each lane's line of 8 coefficients loaded whole and the 8 x 8
-// block transposed (cm[w]: coefficient w of every lane), rather than 8 gathers.
-__attribute__((target("avx2"))) inline void table_lines(const float* c, __m256i k, __m256 cm[8]) {
+// coul_table_eval's fp32 lines (degree 3: 4 coefficients, 16 bytes, 16-byte aligned) for 8 lanes:
+// each lane's line loaded whole and the 4 x 4 blocks transposed (cm[w]: coefficient w of every
+// lane), rather than 4 gathers.
+__attribute__((target("avx2"))) inline void table_lines(const float* c, __m256i k, __m256 cm[4]) {
   alignas(32) int kk[8];
   _mm256_store_si256(reinterpret_cast<__m256i*>(kk), k);
-  __m256 r[8], t[8], u[8];
-  for (int l = 0; l < 8; ++l) r[l] = _mm256_loadu_ps(c + 8 * kk[l]);
-  for (int l = 0; l < 8; l += 2) {
-    t[l] = _mm256_unpacklo_ps(r[l], r[l + 1]);
-    t[l + 1] = _mm256_unpackhi_ps(r[l], r[l + 1]);
-  }
-  for (int l = 0; l < 8; l += 4) {
-    u[l] = _mm256_shuffle_ps(t[l], t[l + 2], 0x44);
-    u[l + 1] = _mm256_shuffle_ps(t[l], t[l + 2], 0xEE);
-    u[l + 2] = _mm256_shuffle_ps(t[l + 1], t[l + 3], 0x44);
-    u[l + 3] = _mm256_shuffle_ps(t[l + 1], t[l + 3], 0xEE);
-  }
-  for (int w = 0; w < 4; ++w) {
-    cm[w] = _mm256_permute2f128_ps(u[w], u[w + 4], 0x20);
-    cm[w + 4] = _mm256_permute2f128_ps(u[w], u[w + 4], 0x31);
-  }
+  pair_simd::rows8(c, kk, cm);
 }
 
 // N groups of 8 pairs' terms (coul_pair_tabulated<float>), each statement over the groups in turn
 // so that their independent chains interleave (the loop is latency-bound otherwise: a sqrt, a
-// division, a table line and a degree-7 polynomial in a row): F/r, and with `energy` the LJ,
+// division, a table line and a cubic in a row): F/r, and with `energy` the LJ,
 // Coulomb and special-correction energies. lev: each lane's special level; lc[g][w]: group g's LJ
 // coefficients (cut2, lj1, lj2, and with energy lj3, lj4, offset).
 // terms and to_fixed are always inlined: GCC 12 left terms<2> a call, its arrays passed through
@@ -132,7 +118,7 @@ __attribute__((target("avx2"), always_inline)) inline void terms(const Consts& k
                                                   const __m256 (*lc)[6], bool energy, Terms* t) {
   __m256 fc[N], fl[N], in_c[N], rinv[N], r2i[N], v[N], x[N], pv[N], dd[N], qm[N];
   __m256i kk[N];
-  __m256 cm[N][8];
+  __m256 cm[N][4];
   for (int g = 0; g < N; ++g) fc[g] = _mm256_permutevar8x32_ps(k.scv, lev[g]);
   for (int g = 0; g < N; ++g) fl[g] = _mm256_permutevar8x32_ps(k.slv, lev[g]);
   for (int g = 0; g < N; ++g) in_c[g] = _mm256_and_ps(_mm256_cmp_ps(r2[g], k.cut2, _CMP_LT_OQ), k.one);
@@ -143,8 +129,8 @@ __attribute__((target("avx2"), always_inline)) inline void terms(const Consts& k
   for (int g = 0; g < N; ++g) rinv[g] = _mm256_div_ps(k.one, rinv[g]);
   for (int g = 0; g < N; ++g) x[g] = _mm256_sub_ps(_mm256_mul_ps(k.two, _mm256_sub_ps(v[g], _mm256_cvtepi32_ps(kk[g]))), k.one);
   for (int g = 0; g < N; ++g) r2i[g] = _mm256_mul_ps(rinv[g], rinv[g]);
-  for (int g = 0; g < N; ++g) pv[g] = dd[g] = cm[g][7];
-  for (int w = 6; w >= 1; --w)
+  for (int g = 0; g < N; ++g) pv[g] = dd[g] = cm[g][3];
+  for (int w = 2; w >= 1; --w)
     for (int g = 0; g < N; ++g) {
       pv[g] = _mm256_add_ps(_mm256_mul_ps(pv[g], x[g]), cm[g][w]);
       dd[g] = _mm256_add_ps(_mm256_mul_ps(dd[g], x[g]), pv[g]);

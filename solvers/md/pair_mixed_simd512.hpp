@@ -55,33 +55,32 @@ CUMULUS_AVX512_MIXED inline Consts consts(const CoulParams32& p, const mixed_sim
   return k;
 }
 
-// coul_table_eval's lines for 16 lanes: lane l's line of 8 coefficients and lane l + 8's loaded
-// into one register, the 8 x 8 blocks of both halves transposed at once as the AVX2 loop transposes
-// one (mixed_simd::table_lines), then each coefficient's four quarters put in lane order.
-CUMULUS_AVX512_MIXED inline void table_lines(const float* c, __m512i k, __m512 cm[8]) {
+// 16 rows of 4 floats (16 bytes each; row l at base + 4 idx[l]) loaded whole and
+// transposed: out[w] lane l is field w of row l. Rows 4g + k go to 128-bit lane g of r[k], then each
+// lane's 4 x 4 block is transposed. The first pass's partner rows (x, y, z, charge) and the fp32
+// table's lines.
+CUMULUS_AVX512_MIXED inline void rows16(const float* base, const int* idx, __m512 out[4]) {
+  __m512 r[4];
+  auto row = [&](int l) { return _mm_loadu_ps(base + 4 * static_cast<std::ptrdiff_t>(idx[l])); };
+  for (int k = 0; k < 4; ++k) {
+    r[k] = _mm512_castps128_ps512(row(k));
+    r[k] = _mm512_insertf32x4(r[k], row(4 + k), 1);
+    r[k] = _mm512_insertf32x4(r[k], row(8 + k), 2);
+    r[k] = _mm512_insertf32x4(r[k], row(12 + k), 3);
+  }
+  const __m512 t0 = _mm512_unpacklo_ps(r[0], r[1]), t1 = _mm512_unpackhi_ps(r[0], r[1]);
+  const __m512 t2 = _mm512_unpacklo_ps(r[2], r[3]), t3 = _mm512_unpackhi_ps(r[2], r[3]);
+  out[0] = _mm512_shuffle_ps(t0, t2, 0x44);
+  out[1] = _mm512_shuffle_ps(t0, t2, 0xee);
+  out[2] = _mm512_shuffle_ps(t1, t3, 0x44);
+  out[3] = _mm512_shuffle_ps(t1, t3, 0xee);
+}
+
+// coul_table_eval's fp32 lines (degree 3: 4 coefficients) for 16 lanes, by rows16.
+CUMULUS_AVX512_MIXED inline void table_lines(const float* c, __m512i k, __m512 cm[4]) {
   alignas(64) int kk[16];
   _mm512_store_si512(kk, k);
-  __m512 r[8], t[8], u[8];
-  for (int l = 0; l < 8; ++l)
-    r[l] = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(c + 8 * kk[l])), _mm256_loadu_ps(c + 8 * kk[l + 8]), 1);
-  for (int l = 0; l < 8; l += 2) {
-    t[l] = _mm512_unpacklo_ps(r[l], r[l + 1]);
-    t[l + 1] = _mm512_unpackhi_ps(r[l], r[l + 1]);
-  }
-  for (int l = 0; l < 8; l += 4) {
-    u[l] = _mm512_shuffle_ps(t[l], t[l + 2], 0x44);
-    u[l + 1] = _mm512_shuffle_ps(t[l], t[l + 2], 0xEE);
-    u[l + 2] = _mm512_shuffle_ps(t[l + 1], t[l + 3], 0x44);
-    u[l + 3] = _mm512_shuffle_ps(t[l + 1], t[l + 3], 0xEE);
-  }
-  // u[w]'s quarters: coefficient w of lanes 0-3, w + 4 of lanes 0-3, w of lanes 8-11, w + 4 of
-  // lanes 8-11; u[w + 4]'s the same of lanes 4-7 and 12-15.
-  const __m512i lo = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27);
-  const __m512i hi = _mm512_setr_epi32(4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
-  for (int w = 0; w < 4; ++w) {
-    cm[w] = _mm512_permutex2var_ps(u[w], lo, u[w + 4]);
-    cm[w + 4] = _mm512_permutex2var_ps(u[w], hi, u[w + 4]);
-  }
+  rows16(c, kk, cm);
 }
 
 struct Terms {
@@ -94,7 +93,7 @@ CUMULUS_AVX512_MIXED __attribute__((always_inline)) inline void terms(const Cons
                                                                        Terms* t) {
   __m512 fc[N], fl[N], in_c[N], rinv[N], r2i[N], v[N], x[N], pv[N], dd[N], qm[N];
   __m512i kk[N];
-  __m512 cm[N][8];
+  __m512 cm[N][4];
   for (int g = 0; g < N; ++g) fc[g] = _mm512_permutexvar_ps(lev[g], k.scv);
   for (int g = 0; g < N; ++g) fl[g] = _mm512_permutexvar_ps(lev[g], k.slv);
   for (int g = 0; g < N; ++g) in_c[g] = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(r2[g], k.cut2, _CMP_LT_OQ), k.one);
@@ -105,8 +104,8 @@ CUMULUS_AVX512_MIXED __attribute__((always_inline)) inline void terms(const Cons
   for (int g = 0; g < N; ++g) rinv[g] = _mm512_div_ps(k.one, rinv[g]);
   for (int g = 0; g < N; ++g) x[g] = _mm512_sub_ps(_mm512_mul_ps(k.two, _mm512_sub_ps(v[g], _mm512_cvtepi32_ps(kk[g]))), k.one);
   for (int g = 0; g < N; ++g) r2i[g] = _mm512_mul_ps(rinv[g], rinv[g]);
-  for (int g = 0; g < N; ++g) pv[g] = dd[g] = cm[g][7];
-  for (int w = 6; w >= 1; --w)
+  for (int g = 0; g < N; ++g) pv[g] = dd[g] = cm[g][3];
+  for (int w = 2; w >= 1; --w)
     for (int g = 0; g < N; ++g) {
       pv[g] = _mm512_add_ps(_mm512_mul_ps(pv[g], x[g]), cm[g][w]);
       dd[g] = _mm512_add_ps(_mm512_mul_ps(dd[g], x[g]), pv[g]);

@@ -311,6 +311,57 @@ TEST(CoulTable, MatchesErfOverROfLongDouble) {
   }
 }
 
+// The fp32 table of mixed precision (coul_table_build32: degree 3 on intervals 1/32 wide in u),
+// evaluated in fp32, against long double erfl, and against the degree-7 table's lines rounded to
+// fp32 (what mixed precision took before): as exact as those, both at fp32's rounding. Errors: h
+// relative to itself; the force's erfc part 2 h' in kcal/mol/A per unit charge product and A^3
+// (absolute: it is a correction to 1 / r^3 that cancels it near the cutoff).
+TEST(CoulTable, Fp32TableIsAsExactAsTheRoundedDegree7Lines) {
+  for (const auto& [alpha, rc] :
+       std::vector<std::pair<double, double>>{{0.28, 10.0}, {0.2365, 10.0}, {0.33, 10.0}, {0.48, 10.0}, {0.9, 3.0}}) {
+    int n = 0, n7 = 0;
+    double inv_ds = 0, inv_ds7 = 0;
+    const std::vector<float> c = coul_table_build32(alpha, rc * rc, &n, &inv_ds);
+    ASSERT_EQ(c.size(), static_cast<std::size_t>(n) * kCoulTable32Stride);
+    const std::vector<double> c7d = coul_table_build(alpha, rc * rc, &n7, &inv_ds7);
+    const std::vector<float> c7(c7d.begin(), c7d.end());
+    const float cut2 = static_cast<float>(rc * rc);
+    const CoulTableViewT<float> t{c.data(), static_cast<float>(inv_ds), cut2, n};
+    double worst[2][2] = {};  // [table: new, rounded degree 7][h, 2 h']
+    for (int k = 1; k <= 20000; ++k) {
+      const float s = static_cast<float>(rc * k / 20000 * (rc * k / 20000));
+      const long double sd = s, rd = std::sqrt(sd), a = alpha;
+      const long double href = std::erf(a * rd) / rd;
+      const long double dref = (a / std::sqrt(static_cast<long double>(kPi)) * std::exp(-a * a * sd) - href / 2) / sd;
+      float h[2], dh[2];
+      coul_table_eval(t, s, &h[0], &dh[0]);
+      {  // the degree-7 lines in fp32, by coul_table_eval's degree-7 Horner
+        const float v = std::min(s, cut2) * static_cast<float>(inv_ds7);
+        const int q = std::min(static_cast<int>(v), n7 - 1);
+        const float x = 2 * (v - static_cast<float>(q)) - 1;
+        const float* l = c7.data() + static_cast<std::size_t>(q) * kCoulTableStride;
+        float p = l[7], d = p;
+        for (int w = 6; w >= 1; --w) {
+          p = p * x + l[w];
+          d = d * x + p;
+        }
+        h[1] = p * x + l[0];
+        dh[1] = d * (2 * static_cast<float>(inv_ds7));
+      }
+      for (int m = 0; m < 2; ++m) {
+        worst[m][0] = std::max(worst[m][0], static_cast<double>(std::fabs(h[m] - href) / href));
+        if (rd > 0.5L) worst[m][1] = std::max(worst[m][1], static_cast<double>(std::fabs(2 * (dh[m] - dref))));
+      }
+    }
+    EXPECT_LT(worst[0][0], 1.5 * worst[1][0] + 1e-8) << "alpha " << alpha << " cutoff " << rc;
+    EXPECT_LT(worst[0][1], 2.5 * worst[1][1]) << "alpha " << alpha << " cutoff " << rc;
+    EXPECT_LT(worst[0][0], 4e-7) << "alpha " << alpha << " cutoff " << rc;
+    std::printf("fp32, alpha %.4g, cutoff %g, %d intervals of degree 3: max relative error of h %.2e (degree 7 rounded: %.2e), "
+                "of 2 h' %.2e (%.2e)\n",
+                alpha, rc, n, worst[0][0], worst[1][0], worst[0][1], worst[1][1]);
+  }
+}
+
 // The host's tabulated loops (the AVX-512 one where the CPU has it, and the generic one; half list
 // at one thread, full list at two) against coul_pair, the scalar function CUDA's coul_atom calls,
 // summed in list order: the same bits, for 432 atoms of two types with charges of both signs,
@@ -585,8 +636,10 @@ struct MixedIons {
       p32.special_lj[l] = static_cast<float>(ions.p.special_lj[l]);
       p32.special_coul[l] = static_cast<float>(ions.p.special_coul[l]);
     }
-    table32.assign(ions.table.begin(), ions.table.end());
-    p32.table = CoulTableViewT<float>{table32.data(), static_cast<float>(ions.p.table.inv_ds), p32.cut2, ions.p.table.n};
+    int n32 = 0;
+    double inv_ds32 = 0;
+    table32 = coul_table_build32(ions.p.alpha, ions.p.cut2, &n32, &inv_ds32);
+    p32.table = CoulTableViewT<float>{table32.data(), static_cast<float>(inv_ds32), p32.cut2, n32};
     for (const LjCoefficients& q : ions.c)
       c32.push_back({static_cast<float>(q.cut2), static_cast<float>(q.lj1), static_cast<float>(q.lj2), static_cast<float>(q.lj3),
                      static_cast<float>(q.lj4), static_cast<float>(q.offset)});
@@ -1136,8 +1189,10 @@ TEST(PairCoulLong, FirstPassKeepsEveryPairWithinReach) {
   CoulParams32 p32;
   p32.qqr2e = static_cast<float>(ions.p.qqr2e);
   p32.cut2 = static_cast<float>(ions.p.cut2);
-  const std::vector<float> table32(ions.table.begin(), ions.table.end());
-  p32.table = CoulTableViewT<float>{table32.data(), static_cast<float>(ions.p.table.inv_ds), p32.cut2, ions.p.table.n};
+  int n32 = 0;
+  double inv_ds32 = 0;
+  const std::vector<float> table32 = coul_table_build32(ions.p.alpha, ions.p.cut2, &n32, &inv_ds32);
+  p32.table = CoulTableViewT<float>{table32.data(), static_cast<float>(inv_ds32), p32.cut2, n32};
   std::vector<LjCoefficients32> c32;
   for (const LjCoefficients& q : ions.c)
     c32.push_back({static_cast<float>(q.cut2), static_cast<float>(q.lj1), static_cast<float>(q.lj2), static_cast<float>(q.lj3),
