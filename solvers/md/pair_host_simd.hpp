@@ -2,7 +2,7 @@
 // What the host's hand-vectorised pair loops share (pair_lj_cut_coul_long_kernels.cpp in double,
 // pair_lj_cut_coul_long_mixed_kernels.cpp in mixed precision): the special-partner cursor, the
 // AVX2 loops' lane compaction, row loads and transposes, fp32 first pass (pack_filter32,
-// filter_chunk; filter_chunk16 on 16 lanes, the mixed AVX-512 loop's) and minimum-image constants,
+// filter_chunk: the double AVX2 loop's) and minimum-image constants,
 // the CPU check and the minimum image in AVX-512. Host code only. (The double AVX-512 loop keeps
 // its fp64 first pass: the fp32 one measured no faster there, 2026-12-04.)
 #if !defined(__CUDACC__)
@@ -187,57 +187,6 @@ __attribute__((target("avx2"))) inline int filter_chunk(const Filter32& f, const
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(j + mc), _mm256_permutevar8x32_epi32(jv, perm));
     if (several_types)
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(type + mc), _mm256_permutevar8x32_epi32(_mm256_castps_si256(pos[3]), perm));
-    mc += __builtin_popcount(static_cast<unsigned>(keep));
-  }
-  return mc;
-}
-
-// filter_chunk on 16 fp32 lanes (AVX-512F): the partners nb[0 .. m) that may be within f.reach2,
-// their indices (and with several_types their types) compacted into j and type in list order by
-// one compress each. The same fp32 arithmetic, so the same pairs kept. The compressed vectors are
-// stored whole at the count kept so far, which is at most the entry they start at: the stores end
-// within m rounded up to 16 entries.
-__attribute__((target("avx512f"))) inline int filter_chunk16(const Filter32& f, const Atoms& a, int i, const int* nb, int m,
-                                                              bool several_types, int* j, int* type) {
-  __m512 ci[3], L[3], iL[3];
-  const double* const xi[3] = {a.x, a.y, a.z};
-  for (int d = 0; d < 3; ++d) {
-    ci[d] = _mm512_set1_ps(static_cast<float>(xi[d][i]));
-    L[d] = _mm512_set1_ps(static_cast<float>(a.box[d]));
-    iL[d] = _mm512_set1_ps(static_cast<float>(1.0 / a.box[d]));
-  }
-  const __m512 reach2 = _mm512_set1_ps(f.reach2);
-  const float* const xyzt = f.xyzt;
-  int mc = 0;
-  for (int q = 0; q < m; q += 16) {
-    const __mmask16 live = m - q >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (m - q)) - 1u);
-    const __m512i jv = _mm512_maskz_loadu_epi32(live, nb + q);  // dead lanes: atom 0, not kept
-    alignas(64) int jj[16];
-    _mm512_store_si512(jj, jv);
-    // Rows 4g + k of the 16 (x, y, z, type bits) in 128-bit lane g of r[k], then each lane's 4 x 4
-    // block transposed: lane 4g + k of pos[w] is field w of partner 4g + k.
-    __m512 r[4];
-    auto row = [&](int l) { return _mm_load_ps(xyzt + 4 * static_cast<std::ptrdiff_t>(jj[l])); };
-    for (int k = 0; k < 4; ++k) {
-      r[k] = _mm512_castps128_ps512(row(k));
-      r[k] = _mm512_insertf32x4(r[k], row(4 + k), 1);
-      r[k] = _mm512_insertf32x4(r[k], row(8 + k), 2);
-      r[k] = _mm512_insertf32x4(r[k], row(12 + k), 3);
-    }
-    const __m512 t0 = _mm512_unpacklo_ps(r[0], r[1]), t1 = _mm512_unpackhi_ps(r[0], r[1]);
-    const __m512 t2 = _mm512_unpacklo_ps(r[2], r[3]), t3 = _mm512_unpackhi_ps(r[2], r[3]);
-    const __m512 pos[4] = {_mm512_shuffle_ps(t0, t2, 0x44), _mm512_shuffle_ps(t0, t2, 0xee), _mm512_shuffle_ps(t1, t3, 0x44),
-                           _mm512_shuffle_ps(t1, t3, 0xee)};
-    __m512 r2 = _mm512_setzero_ps();
-    for (int d = 0; d < 3; ++d) {
-      __m512 dd = _mm512_sub_ps(ci[d], pos[d]);
-      const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(dd, iL[d]), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      dd = _mm512_sub_ps(dd, _mm512_mul_ps(L[d], n));
-      r2 = _mm512_add_ps(r2, _mm512_mul_ps(dd, dd));
-    }
-    const __mmask16 keep = _mm512_mask_cmp_ps_mask(live, r2, reach2, _CMP_NGE_UQ);
-    _mm512_storeu_si512(j + mc, _mm512_maskz_compress_epi32(keep, jv));
-    if (several_types) _mm512_storeu_si512(type + mc, _mm512_maskz_compress_epi32(keep, _mm512_castps_si512(pos[3])));
     mc += __builtin_popcount(static_cast<unsigned>(keep));
   }
   return mc;

@@ -106,7 +106,7 @@ class LjCut : public ForceTerm {
     out += shift_ ? ", shifted" : "";
     out += tail_ ? ", tail corrections" : "";
     out += ")";
-    if (mixed_) out += "; mixed precision: the pair terms in fp32, their products in fp64, summed in fixed point;";
+    if (mixed_) out += "; mixed precision: the separations and pair terms in fp32 (fp32 coordinates), summed in fixed point;";
     for (int a = 0; a < nt_; ++a)
       for (int b = a; b < nt_; ++b) {
         const LjPair& q = pairs_[static_cast<std::size_t>(a) * nt_ + b];

@@ -48,8 +48,8 @@ using LjTable = LjTableT<double>;
 CUMULUS_DECLARE_KERNEL_PASSES(lj_kernels, CUMULUS_LJ_KERNELS)
 #undef CUMULUS_LJ_KERNELS
 
-// md.precision = "mixed" (pair_lj_cut_mixed_kernels.cpp): the pair terms in fp32, their products
-// with the separation in fp64, summed in fixed point (fixed_point.hpp). lj_forces_mixed: a full
+// md.precision = "mixed" (pair_lj_cut_mixed_kernels.cpp): the separations and pair terms in fp32
+// (the virial's product in fp64), summed in fixed point (fixed_point.hpp). lj_forces_mixed: a full
 // list on either backend; lj_forces_half_mixed: the host's half list at any thread count
 // (`scratch`: its per-thread arrays, kept by the caller so that no call allocates);
 // lj_virial_mixed: lj_virial's component over a full list; lj_virial_half_mixed: all six over the

@@ -89,7 +89,7 @@ class CoulLong : public ForceTerm {
         with_lj_ ? "" : "", p_.table.c ? strprintf("tabulated: %d intervals in r^2", p_.table.n).c_str() : "exact erfc",
         rc_, p_.alpha, p_.qqr2e, p_.special_lj[1], p_.special_lj[2], p_.special_lj[3], p_.special_coul[1],
         p_.special_coul[2], p_.special_coul[3]);
-    if (mixed_) out += "; mixed precision: the pair terms in fp32, their products in fp64, summed in fixed point";
+    if (mixed_) out += "; mixed precision: the separations and pair terms in fp32 (fp32 coordinates), summed in fixed point";
     return out;
   }
 

@@ -127,11 +127,11 @@ CUMULUS_HD inline int special_level(const Atoms& a, int i, std::int64_t idj) {
 CUMULUS_DECLARE_KERNEL_PASSES(coul_kernels, CUMULUS_COUL_KERNELS)
 #undef CUMULUS_COUL_KERNELS
 
-// md.precision = "mixed" (as OpenMM's and GROMACS's mixed precision): each pair's separation in
-// fp64 (the minimum image of fp64 positions), rounded to fp32; its terms by coul_pair_tabulated in
-// fp32 from fp32 coefficients and table; then every product with the separation in fp64 (a
-// product of two fp32 numbers is exact in fp64), rounded once to fixed point and summed as
-// integers (fixed_point.hpp). The sums do not depend on the order of the pairs, so mixed runs have
+// md.precision = "mixed" (as OpenMM's and GROMACS's mixed precision): each pair's separation from
+// fp32 coordinates (separation32); its terms by coul_pair_tabulated in fp32 from fp32 coefficients
+// and the fp32 table (degree 3: coul_table_build32); the force components fp32 products, the
+// energy and virial fp64, each rounded once to fixed point and summed as integers
+// (fixed_point.hpp). The sums do not depend on the order of the pairs, so mixed runs have
 // the same bits at any rank count, thread count and list, and on both backends.
 using CoulParams32 = CoulParamsT<float>;
 // The mixed kernels: forces over a full list on either backend (coul_forces_mixed; `rows`:

@@ -1,6 +1,7 @@
 // Kernel bodies of lj/cut/coul/long and coul/long in mixed precision (md.precision = "mixed"; one
 // source per backend pass: core/kernel_pass.hpp): pair_lj_cut_coul_long.hpp says what is fp32 and
-// what fp64. Each pair's fp64 products are rounded once to fixed point and summed as integers
+// what fp64. Each pair's terms (its force components fp32 products, its energy and virial fp64) are
+// rounded once to fixed point and summed as integers
 // (fixed_point.hpp), so the sums do not depend on the order of the pairs: the host's half list
 // serves any number of threads (each pair once, its partner's share in the thread's own arrays),
 // the full list and CUDA give the same bits, and so does every rank count.
@@ -108,11 +109,10 @@ CUMULUS_HD inline FixedTerms fixed_terms(const MixedPair& m, bool energy) {
 // passes over a chunk of atom i's list: (1) every entry's separation (separation32, from the packed
 // fp32 rows) and r^2, the pairs whose r^2 is below the largest cutoff (or NaN) kept in list order
 // with their separations, r^2 and charges (about 60 % of a list with a 2 A skin); (2) the kept
-// pairs' terms in fp32, their products with the separations in fp64. A pair dropped has zero terms
+// pairs' terms in fp32 and in fixed-point units (fixed_terms'). A pair dropped has zero terms
 // (r^2 at or beyond every cutoff), which change no sum. AVX2 rather than AVX-512: every x86-64 machine this runs on has it (AVX-512's 16 lanes
 // are the next step), and the tests check its bits wherever they run.
 namespace {
-using pair_simd::rows4;
 constexpr int kChunk = 256;  // a multiple of 16; 256 rather than 64: see the double loop's kChunk
 int chunk_len = kChunk;      // this force call's (pair_simd::chunk_entries), set by pack_rows
 bool use_avx512 = false;     // mixed_chunk_avx512 rather than mixed_chunk_avx2, set by pack_rows
@@ -120,7 +120,7 @@ bool use_avx512 = false;     // mixed_chunk_avx512 rather than mixed_chunk_avx2,
 // units (fixed_terms'), and per-partner flags when a term was out of range (filled only then, by
 // the scalar path).
 struct alignas(64) MixedChunk {
-  // j and type: room for the first pass's whole-vector stores after the near shells' partners
+  // j and type: room for the type gather's and the padding's whole vectors past the kept count
   int j[kChunk + 16], level[kChunk], type[kChunk + 16];
   float dx[kChunk], dy[kChunk], dz[kChunk], r2[kChunk], qj[kChunk];
   std::int64_t f[3][kChunk], e[kChunk], v[kChunk];
@@ -199,21 +199,27 @@ ShellCut shell_cut(const Atoms& a, float reach2) {
   if (!sh.end || sh.nlocal != a.nlocal || std::getenv("CUMULUS_NO_SHELLS")) return cut;
   for (int d = 0; d < 3; ++d)
     if (sh.box[d] != a.box[d]) return cut;
-  double d2 = 0;
+  double d2 = 0, big = 0;
   for (int k = 0; k < a.nlocal; ++k) {
     const double* const x0 = sh.x0 + 3 * static_cast<std::size_t>(k);
     const double dx = minimum_image(a.x[k] - x0[0], a.box[0]), dy = minimum_image(a.y[k] - x0[1], a.box[1]),
                  dz = minimum_image(a.z[k] - x0[2], a.box[2]);
     const double r2 = dx * dx + dy * dy + dz * dz;
     if (!(r2 <= d2)) d2 = r2;  // NaN kept: then no shell is left out nor taken untested (whole rows)
+    const double m = std::max(std::fabs(a.x[k]), std::max(std::fabs(a.y[k]), std::fabs(a.z[k])));
+    if (!(m <= big)) big = m;
   }
-  // Margins far above the roundings: of the distances (fp64), and of fp32 r^2 against reach2
-  // (a pair whose fp32 r^2 is at least reach2 has zero terms; fp64 r a millionth beyond its root
-  // gives such an fp32 r^2).
+  // Margins far above the roundings: of the distances (fp64); of separation32 against the true
+  // separation (per component, the coordinates' roundings, the difference's, L's and the image's:
+  // within 2^-24 (4 X + 1.5 L) for coordinates up to X, so the vector within sqrt(3) 2^-23 (2 X +
+  // L)); and of fp32 r^2 against reach2 (a pair whose fp32 r^2 is at least reach2 has zero terms;
+  // an fp32 separation a millionth beyond its root gives such an r^2).
+  const double L = std::max(a.box[0], std::max(a.box[1], a.box[2]));
   const double reach = std::sqrt(static_cast<double>(reach2)), slack = 2 * std::sqrt(d2) + 1e-9 * sh.reach;
+  const double fp32 = 1.8 * 0x1p-23 * (2 * big + L);  // NaN (a NaN coordinate): nothing left out
   cut.keep = ListShells::kCount;
   for (int k = 1; k < ListShells::kCount; ++k)
-    if (ListShells::edge(k - 1, sh.reach) * (1 - 1e-12) - slack >= reach * (1 + 1e-6)) {
+    if (ListShells::edge(k - 1, sh.reach) * (1 - 1e-12) - slack - fp32 >= reach * (1 + 1e-6)) {
       cut.keep = k;
       break;
     }

@@ -1,8 +1,8 @@
 // Kernel bodies of lj/cut in mixed precision (md.precision = "mixed"; one source per backend pass:
 // core/kernel_pass.hpp), as lj/cut/coul/long's (pair_lj_cut_coul_long_mixed_kernels.cpp): each
-// pair's separation in fp64 (the minimum image of fp64 positions) rounded to fp32, its F(r)/r and
-// energy in fp32 from fp32 coefficients, every product with the separation in fp64 (exact: two
-// fp32 factors), rounded once to fixed point and summed as integers (fixed_point.hpp). The sums do
+// pair's separation from fp32 coordinates (separation32), its F(r)/r and energy in fp32 from fp32
+// coefficients, the force components fp32 products and the virial an fp64 one (exact: two fp32
+// factors), each rounded once to fixed point and summed as integers (fixed_point.hpp). The sums do
 // not depend on the order of the pairs: the host's half list serves any number of threads, and the
 // full list, CUDA and every rank count give the same bits.
 #include <algorithm>
@@ -21,8 +21,8 @@ namespace lj_mixed_kernels::CUMULUS_PASS {
 namespace {
 
 // One pair (i, j): the fp32 separation, F(r)/r and energy (zero beyond the pair's cutoff),
-// returned in fp64 (exact conversions). Antisymmetric in (i, j) bit for bit (the minimum image and
-// the rounding to fp32 are; the table is symmetric), so the half list's partner gets the exact
+// returned in fp64 (exact conversions). Antisymmetric in (i, j) bit for bit (separation32 is; the
+// table is symmetric), so the half list's partner gets the exact
 // negative. The operations of lj/cut's double path (pair_lj_cut_kernels.cpp), in fp32.
 struct LjMixedPair {
   double d[3], r2, fpair, e;

@@ -17,11 +17,6 @@ namespace cumulus::md::mixed_simd {
 
 CUMULUS_SIMD_WARNINGS_OFF  // core/macros.hpp
 
-// minimum_image on 4 lanes: d - L above L/2, d + L below -L/2.
-__attribute__((target("avx2"))) inline __m256d image4(__m256d d, __m256d L, __m256d h, __m256d mh) {
-  const __m256d gt = _mm256_cmp_pd(d, h, _CMP_GT_OQ), lt = _mm256_cmp_pd(d, mh, _CMP_LT_OQ);
-  return _mm256_blendv_pd(_mm256_blendv_pd(d, _mm256_add_pd(d, L), lt), _mm256_sub_pd(d, L), gt);
-}
 // fp32 x 8 as two fp64 x 4 (exact).
 __attribute__((target("avx2"))) inline void widen(__m256 v, __m256d& lo, __m256d& hi) {
   lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
@@ -195,8 +190,8 @@ __attribute__((target("avx2"))) inline __m256i units4(__m256d v, __m256d& ok) {
     return fixed4(v, ok);
 }
 // to_fixed with Fast: the range checks skipped, and kUnit (a power of two) taken into F/r and the
-// energy once: d (F/r kUnit) is (d F/r) kUnit exactly (both products exact in fp64), so the same
-// units.
+// energy once: in fp32, d (F/r kUnit) is (d F/r) kUnit exactly but below fp32's normal range (where
+// both are 0 units), and in fp64 the energy's and virial's products are exact, so the same units.
 template <bool Fast>
 __attribute__((target("avx2"), always_inline)) inline void to_fixed_as(const Terms& t, __m256 dx, __m256 dy, __m256 dz, __m256 r2, bool energy,
                                                         Fixed& out, __m256d& ok_f, __m256d& ok_e) {

@@ -100,7 +100,7 @@ void declare_keys(Schema& s) {
       .one_of({"auto", "host", "kernels"});
   s.key("md.precision", ValueType::string,
         "double (every force term in fp64) or mixed (as OpenMM's and GROMACS's: the pair terms of lj/cut, lj/cut/coul/long "
-        "and coul/long and PME's grid, FFT and interpolation in fp32, their products in fp64 summed in fixed point; the Ewald sum, bonded "
+        "and coul/long (from fp32 coordinates) and PME's grid, FFT and interpolation in fp32, summed in fixed point; the Ewald sum, bonded "
         "terms, constraints and integration in fp64). Either has the same bits at any rank count")
       .def(std::string("double"))
       .one_of({"double", "mixed"});

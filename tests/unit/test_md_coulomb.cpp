@@ -8,11 +8,13 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +27,7 @@
 #include "solvers/md/coul_table.hpp"
 #include "solvers/md/data_file.hpp"
 #include "solvers/md/force.hpp"
+#include "solvers/md/md_kernels.hpp"
 #include "solvers/md/neighbor_list.hpp"
 #include "solvers/md/fixed_point.hpp"
 #include "solvers/md/pair_lj_cut.hpp"
@@ -275,6 +278,63 @@ TEST(PairCoulLong, SpecialFactorsScaleBothTerms) {
   const double s6 = std::pow(1.0 / r, 6), lj = 4 * (s6 * s6 - s6);
   const double coul = -(0.25 * std::erfc(alpha * r) - 0.75 * std::erf(alpha * r)) / r;
   EXPECT_NEAR(p.pe[0] + p.pe[1], 0.5 * lj + coul, 1e-13);
+}
+
+// separation32 (mixed precision's separations, md_kernels.hpp): exactly antisymmetric, so that a
+// pair's two atoms get opposite terms, at the nearest image's ties (the difference exactly +-L/2),
+// across the boundary, and for NaN and infinite coordinates (which the
+// force loops must mark, not hide); within L/2 and the fp32 coordinates' rounding of the fp64
+// separation for random pairs.
+TEST(Separation32, AntisymmetricAtTiesZerosAndNonFinite) {
+  const auto bits = [](float v) {
+    std::uint32_t b;
+    std::memcpy(&b, &v, sizeof b);
+    return b;
+  };
+  for (double L : {45.0, 9.3, 1000.0}) {
+    const float h = 0.5f * static_cast<float>(L);
+    const double pairs[][2] = {{0.5, 0.5}, {0.0, 0.0}, {static_cast<double>(h), 0.0}, {L - 0.25, L - 0.25 - h},
+                               {0.5, L - 0.2},  {L * 0.75, L * 0.25}, {std::nan(""), 1.0},
+                               {std::numeric_limits<double>::infinity(), 1.0}, {-std::numeric_limits<double>::infinity(), 1.0}};
+    for (const auto& p : pairs) {
+      const float ij = separation32(p[0], p[1], L), ji = separation32(p[1], p[0], L);
+      if (std::isnan(ij)) {
+        EXPECT_TRUE(std::isnan(ji)) << "L " << L << ": " << p[0] << ", " << p[1];
+        EXPECT_FALSE(std::isfinite(p[0]) && std::isfinite(p[1]));
+        continue;
+      }
+      if (ij == 0) {  // equal coordinates: +0 both ways (a zero component's terms are 0 units either way)
+        EXPECT_EQ(ji, 0.0f);
+        continue;
+      }
+      EXPECT_EQ(bits(ij), bits(-ji)) << "L " << L << ": " << p[0] << ", " << p[1] << " gives " << ij << " and " << ji;
+      if (std::isfinite(p[0])) {
+        EXPECT_LE(std::fabs(ij), h) << "L " << L;
+      } else {
+        EXPECT_TRUE(std::isinf(ij));
+      }
+    }
+    EXPECT_NEAR(separation32(0.5, L - 0.2, L), 0.7, 4e-6 * L);  // across the boundary
+    std::uint64_t st = 99;
+    auto uniform = [&] {
+      st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+      return static_cast<double>(st >> 11) * 0x1p-53;
+    };
+    for (int k = 0; k < 100000; ++k) {
+      const double a = L * uniform(), b = L * uniform();
+      const float ij = separation32(a, b, L), ji = separation32(b, a, L);
+      if (ij != 0) {
+        ASSERT_EQ(bits(ij), bits(-ji)) << a << ", " << b;
+      }
+      ASSERT_LE(std::fabs(ij), h);
+      // Against the fp64 minimum image: within the coordinates', the difference's and L's roundings
+      // (where |d| is near L/2 the two may take opposite images: the distance is then L/2 either way).
+      const double d = minimum_image(a - b, L);
+      if (std::fabs(std::fabs(d) - L / 2) > 1e-4 * L) {
+        ASSERT_NEAR(ij, d, 0x1p-22 * 3 * L) << a << ", " << b;
+      }
+    }
+  }
 }
 
 // The tabulated erf(alpha r) / r (coul_table.hpp) and its derivative in r^2 against long double
@@ -1122,8 +1182,9 @@ TEST(PairCoulLong, FirstPassKeepsEveryPairWithinReach) {
   Exec ex;
   IonChains ions(ex);  // its parameters; the atoms are replaced
   const double box[3] = {1000.0, 1000.0, 1000.0};
-  const double gaps[] = {1e-12, 1e-9, 1e-6, 1e-4, 1e-3};
-  const int npairs = 2 * 5 * 3;  // inside and outside, 5 gaps, 3 places
+  const double gaps[] = {1e-12, 1e-9, 1e-6, 2e-5, 3e-5, 1e-4, 1e-3};
+  constexpr int ngaps = 7;
+  const int npairs = 2 * ngaps * 3;  // inside and outside, 7 gaps, 3 places
   MdAtoms atoms(ex, std::vector<double>{22.99, 35.45}, AtomLayout{.charged = true});
   atoms.store.resize_owned(2 * npairs);
   int k = 0;
@@ -1135,7 +1196,7 @@ TEST(PairCoulLong, FirstPassKeepsEveryPairWithinReach) {
         // minimum images), or both in the middle (place 2).
         const double dir[3] = {place == 1 ? -0.48 : 0.48, -0.6, 0.64};  // unit length
         const double r = 8.0 + side * gap;
-        const double at[3] = {place == 0 ? 998.0 : (place == 1 ? 3.0 : 501.0), 100.0 + 30.0 * k, 950.5 - 30.0 * k};
+        const double at[3] = {place == 0 ? 998.0 : (place == 1 ? 3.0 : 501.0), 100.0 + 20.0 * k, 950.5 - 20.0 * k};
         for (int d = 0; d < 3; ++d) {
           double xj = at[d] + r * dir[d];
           xj -= box[d] * std::floor(xj / box[d]);
@@ -1181,11 +1242,14 @@ TEST(PairCoulLong, FirstPassKeepsEveryPairWithinReach) {
     }
   }
   for (int q = 0; q < npairs; ++q) {
-    const bool inside = (q / 5) % 2 == 0;
+    const bool inside = (q / ngaps) % 2 == 0;
     EXPECT_EQ(ref[0][static_cast<std::size_t>(2 * q)] != 0, inside) << "pair " << q;
   }
   // Mixed precision: the fp32 cutoff decides, the same filter keeps (the half list at one thread,
-  // the full list at two: the hand-written loops, AVX-512 and AVX2, against the generic ones).
+  // the full list at two: the hand-written loops, AVX-512 and AVX2, against the generic ones). Two
+  // reaches: 8.5 A, and one whose last distance shell (ListShells) starts 1.6e-5 A beyond the cutoff,
+  // so that the half list's loops leave it out unless they allow for the fp32 coordinates' error:
+  // the pairs 2e-5 and 3e-5 A outside are in it, and some of them have an fp32 r^2 below the cutoff.
   CoulParams32 p32;
   p32.qqr2e = static_cast<float>(ions.p.qqr2e);
   p32.cut2 = static_cast<float>(ions.p.cut2);
@@ -1198,22 +1262,28 @@ TEST(PairCoulLong, FirstPassKeepsEveryPairWithinReach) {
     c32.push_back({static_cast<float>(q.cut2), static_cast<float>(q.lj1), static_cast<float>(q.lj2), static_cast<float>(q.lj3),
                    static_cast<float>(q.lj4), static_cast<float>(q.offset)});
   const LjTable32 lj32{c32.data(), 2};
+  for (double reach : {8.5, 8.000016 / 0.96}) {
   for (bool half : {true, false}) {
     std::vector<double> ref32[5];
     for (HostLoop loop : {HostLoop::generic, HostLoop::cpu, HostLoop::avx2}) {
-      SCOPED_TRACE(testing::Message() << "mixed, " << (half ? "half" : "full") << " list, " << loop_name(loop));
+      SCOPED_TRACE(testing::Message() << "mixed, reach " << reach << ", " << (half ? "half" : "full") << " list, " << loop_name(loop));
       const bool generic = loop == HostLoop::generic;
       take_loop(loop);
       const int saved = omp_get_max_threads();
       omp_set_num_threads(half ? 1 : 2);
       auto list = make_host_neighbor_list(ex);
       list->allow_threaded_half(half);
+      list->allow_either_slot(true);  // the spatial half list, as for a mixed-precision term
+      list->set_id_order(false);
       atoms.fit_scratch(atoms.nown());
-      list->build(atoms, box, 8.5);
+      list->build(atoms, box, reach);
       atoms.fit_scratch(list->half() ? atoms.nlocal() : atoms.nown());
       Atoms a = atoms.view(list.get(), box);
       a.energy = true;
       ASSERT_EQ(a.half, half);
+      if (half) {
+        ASSERT_NE(a.shells.end, nullptr);
+      }
       std::vector<std::int64_t> scratch;
       if (half)
         coul_mixed_kernels::host_pass::coul_forces_half_mixed(a, lj32, p32, scratch);
@@ -1233,10 +1303,11 @@ TEST(PairCoulLong, FirstPassKeepsEveryPairWithinReach) {
     // (Inside by 1e-3 A: closer, the coordinates' rounding to fp32, steps of 6e-5 A at 1,000 A,
     // may take the pair out, as it may take one 1e-4 A outside in.)
     for (int q = 0; q < npairs; ++q) {
-      if ((q / 5) % 2 == 0 && q % 5 == 4) {
+      if ((q / ngaps) % 2 == 0 && q % ngaps == ngaps - 1) {
         EXPECT_NE(ref32[0][static_cast<std::size_t>(2 * q)], 0) << "mixed: pair " << q;
       }
     }
+  }
   }
 }
 
