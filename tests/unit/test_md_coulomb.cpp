@@ -1057,6 +1057,46 @@ TEST(PairCoulLong, MixedShellsLeaveTheBits) {
   restore_positions();
 }
 
+// A position that is not finite after the build (NaN) takes whole rows: no distance shell is left
+// out, so every partner of the atom gets its NaN terms (the health check's cue), as over whole rows
+// (CUMULUS_NO_SHELLS). shell_cut lost a NaN displacement when a later atom's was finite, and left
+// shells out.
+TEST(PairCoulLong, MixedShellsTakeWholeRowsForANonFinitePosition) {
+  const RestoreLoop restore;
+  Exec ex;
+  MixedIons m(ex);
+  const double x5 = m.ions.atoms.hx(0)[5];
+  for (int threads : {1, 2})
+    for (HostLoop loop : {HostLoop::cpu, HostLoop::avx2}) {
+      std::vector<double> got[2];
+      for (int whole = 0; whole < 2; ++whole) {
+        SCOPED_TRACE(testing::Message() << threads << " threads, " << loop_name(loop) << (whole ? ", whole rows" : ", shells"));
+        take_loop(loop);
+        const int saved = omp_get_max_threads();
+        omp_set_num_threads(threads);
+        std::unique_ptr<NeighborList> list;
+        Atoms a = m.listed(ex, true, list, true);
+        ASSERT_NE(a.shells.end, nullptr);
+        m.ions.atoms.hx(0)[5] = std::nan("");
+        m.ions.atoms.store.upload();
+        if (whole) ::setenv("CUMULUS_NO_SHELLS", "1", 1);
+        const LjTable32 lj32{m.c32.data(), m.ntypes};
+        std::vector<std::int64_t> scratch;
+        coul_mixed_kernels::host_pass::coul_forces_half_mixed(a, lj32, m.p32, scratch);
+        ::unsetenv("CUMULUS_NO_SHELLS");
+        omp_set_num_threads(saved);
+        take_loop(HostLoop::cpu);
+        got[whole].assign(a.fx, a.fx + IonChains::n);
+        m.ions.atoms.hx(0)[5] = x5;
+        m.ions.atoms.store.upload();
+      }
+      EXPECT_TRUE(std::isnan(got[0][5]));
+      EXPECT_GT(std::count_if(got[1].begin(), got[1].end(), [](double v) { return std::isnan(v); }), 50)
+          << "the NaN atom's partners within the cutoff";
+      EXPECT_TRUE(same_bits(got[1], got[0])) << threads << " threads, " << loop_name(loop);
+    }
+}
+
 // The mixed half-list loops' per-thread arrays (lj/cut/coul/long's and lj/cut's) are zeroed and
 // added by the team that runs, which can be smaller than omp_get_max_threads() (OMP_DYNAMIC, or a
 // call from inside a parallel region, which runs a team of one while the setting stays 2): called
