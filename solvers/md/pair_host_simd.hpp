@@ -147,6 +147,15 @@ __attribute__((target("avx2"))) inline Image4 image_consts4(const double* box) {
   return c;
 }
 
+// The 8 list entries from q of nb[0 .. m) for an 8-lane pass: nb + q, or where fewer than 8 are
+// left, `tail` holding them with the last one repeated (no read beyond the list).
+inline const int* entries8(const int* nb, int q, int m, int* tail) {
+  const int live = m - q < 8 ? m - q : 8;
+  if (live == 8) return nb + q;
+  for (int k = 0; k < 8; ++k) tail[k] = nb[q + (k < live ? k : live - 1)];
+  return tail;
+}
+
 // The AVX2 loops' first pass over atom i's list entries nb[0 .. m) (a chunk): 8 at a
 // time in fp32, the minimum image by rounding, those whose r^2 is not at or beyond f.reach2 (NaN
 // kept) compacted in list order into j, their types into type when several_types (each array with
@@ -167,11 +176,7 @@ __attribute__((target("avx2"))) inline int filter_chunk(const Filter32& f, const
   int mc = 0;
   for (int q = 0; q < m; q += 8) {
     const int live = m - q < 8 ? m - q : 8;
-    const int* jj = nb + q;
-    if (live < 8) {  // the last partner repeated: no read beyond the list
-      for (int k = 0; k < 8; ++k) tail[k] = nb[q + (k < live ? k : live - 1)];
-      jj = tail;
-    }
+    const int* const jj = entries8(nb, q, m, tail);
     __m256 pos[4];  // x, y, z, type bits
     rows8(xyzt, jj, pos);
     __m256 r2 = _mm256_setzero_ps();

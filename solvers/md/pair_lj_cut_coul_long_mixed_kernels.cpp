@@ -279,11 +279,7 @@ __attribute__((target("avx2"))) inline int separations8(const mixed_simd::Tables
   int mc = 0;
   for (int q = 0; q < m; q += 8) {
     const int live = m - q < 8 ? m - q : 8;
-    const int* jj = nb + q;
-    if (live < 8) {  // the last partner repeated: no read beyond the list
-      for (int k = 0; k < 8; ++k) tail[k] = nb[q + (k < live ? k : live - 1)];
-      jj = tail;
-    }
+    const int* const jj = pair_simd::entries8(nb, q, m, tail);
     __m256 pos[4];  // x, y, z, charge
     pair_simd::rows8(rows, jj, pos);
     __m256 dv[3];
