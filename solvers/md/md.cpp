@@ -558,7 +558,14 @@ class MdModel : public Model {
     // (ForceTerm::compute_with), where the pair term overlaps them (overlaps_other). md.forces is
     // then the pair term's time less the k-space's. Not on the k-space's first call: it sets
     // itself up then (PME's FFT plans take the thread count they see, one inside the overlap).
-    const bool overlap = list_->half() && kspace_ && kspace_->adds_once() && kspace_calls_ > 0 && pair_->overlaps_other(a);
+    // Decided once, by every rank together: with the overlap the k-space's messages come before the
+    // ghosts' rows go back to their owners (fixed rows), without it after, so the ranks must agree
+    // (a rank run with another thread count than the others would otherwise wait forever).
+    if (kspace_ && kspace_calls_ > 0 && overlap_ < 0) {
+      const bool mine = list_->half() && kspace_->adds_once() && pair_->overlaps_other(a);
+      overlap_ = ctx_.comm.min(std::int64_t{mine ? 1 : 0}) == 1 ? 1 : 0;
+    }
+    const bool overlap = kspace_ && kspace_calls_ > 0 && overlap_ == 1;
     if (kspace_) ++kspace_calls_;
     if (list_->half()) {  // the kernel timers see for_each kernels; the half-list loop is plain host code
       if (overlap) {
@@ -714,6 +721,7 @@ class MdModel : public Model {
   bool newton_ = false;                    // Newton's third law across ranks (above)
   std::vector<double> kspace_f_[5];        // the k-space's force x, y, z, energy, virial (compute_forces)
   long kspace_calls_ = 0;                  // the k-space's calls so far (compute_forces)
+  int overlap_ = -1;                        // the k-space inside the pair term's call: -1 not yet decided, 0 no, 1 yes
   mutable std::vector<std::int64_t> rows_;  // and the local atoms' fixed-point rows it fills
   std::unique_ptr<Thermostat> thermostat_;
   std::unique_ptr<Barostat> barostat_;  // md.barostat (null: constant volume)

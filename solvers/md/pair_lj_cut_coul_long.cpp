@@ -148,8 +148,17 @@ class CoulLong : public ForceTerm {
 
   // Double over the host's tabulated half list at two threads: `other` runs while the second thread
   // adds the rows computed ahead (coul_forces_half; at more threads, measured at two only, after).
-  bool overlaps_other(const Atoms& a) const override { return !mixed_ && a.half && tabulate_ && omp_get_max_threads() == 2; }
+  // Mixed over the host's half list at two threads: `other` runs first on the calling thread while
+  // the second takes rows, and the first joins it after (coul_forces_half_mixed).
+  bool overlaps_other(const Atoms& a) const override {
+    return a.half && (mixed_ || tabulate_) && omp_get_max_threads() == 2;
+  }
   void compute_with(const Exec& ex, const Atoms& a, const std::function<void()>& other) const override {
+    if (mixed_ && a.half) {
+      sums_fresh_ = false;
+      coul_mixed_kernels::host_pass::coul_forces_half_mixed(with_special_local(ex, a), table32(), p32_, scratch_, &other);
+      return;
+    }
     if (mixed_ || !a.half) {
       compute(ex, a);
       other();

@@ -139,14 +139,16 @@ using CoulParams32 = CoulParamsT<float>;
 // atom's sums from several threads: zero on entry, left zero on return; zero_rows clears a new
 // buffer) or the host's half list at any thread count
 // (coul_forces_half_mixed; `scratch`: its per-thread arrays, kept by the caller so that no call
-// allocates); the nine sums (coul_sum's) one at a time over a full list, or all at once over the
+// allocates; `other`: ForceTerm::compute_with's, on the calling thread meanwhile at two threads,
+// else after); the nine sums (coul_sum's) one at a time over a full list, or all at once over the
 // host's half list.
 #define CUMULUS_COUL_MIXED_KERNELS                                                                      \
   void coul_forces_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj, const CoulParams32& p,    \
                          std::int64_t* rows);                                                            \
   void zero_rows(const Exec& ex, std::int64_t* rows, std::size_t n);                                    \
   void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParams32& p,                \
-                              std::vector<std::int64_t>& scratch);                                       \
+                              std::vector<std::int64_t>& scratch,                                        \
+                              const std::function<void()>* other = nullptr);                             \
   ExactSum coul_sum_mixed(const Exec& ex, const Atoms& a, const LjTable32& lj, const CoulParams32& p, int which, int e); \
   void coul_sums_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParams32& p, int e, ExactSum* out);
 CUMULUS_DECLARE_KERNEL_PASSES(coul_mixed_kernels, CUMULUS_COUL_MIXED_KERNELS)

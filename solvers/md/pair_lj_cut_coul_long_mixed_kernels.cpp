@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <functional>
 #include <vector>
 #if !defined(__CUDACC__)
 #include <omp.h>
@@ -673,7 +675,16 @@ __attribute__((target("avx2"))) void add_chunk_rows(const MixedChunk& ch, int m,
 // atoms' terms go to the arrays of the thread that computes it (the partner's the exact negative),
 // and the threads' arrays are added at the end (integers: the same bits in any grouping). Ghost
 // entries are scratch, or with a.fixed_rows their owners' shares (the rows go back to them).
-void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParams32& p, std::vector<std::int64_t>& scratch) {
+//
+// With `other` (ForceTerm::compute_with: the k-space into arrays of its own) at two threads, the
+// calling thread runs it first and then joins the rows the other thread has been taking (the
+// rows are taken as the threads come free): the k-space's serial parts (its halo's small copies,
+// the FFT's) no longer leave a thread waiting, and its loops run on that one thread, nested
+// regions of one. `other` (and MPI, if it calls any) stays on the calling thread, and writes none
+// of the pair term's arrays. Elsewhere (one thread, a team of one, more than two threads:
+// unmeasured) it runs after, on all of them; an exception from it reaches the caller.
+void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParams32& p, std::vector<std::int64_t>& scratch,
+                            const std::function<void()>* other) {
   const int nthreads = omp_get_max_threads();
   const std::size_t nl = static_cast<std::size_t>(a.nlocal > a.n ? a.nlocal : a.n), per = (kPer * nl + 3) / 4 * 4;
   // The threads' arrays, from a 32-byte boundary.
@@ -687,6 +698,8 @@ void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParam
   pack_rows(a, tb);
   const ShellCut cut = shell_cut(a, tb.reach2);
 #endif
+  bool other_ran = other == nullptr;
+  std::exception_ptr failure;
 #pragma omp parallel num_threads(nthreads)
   {
     // The team that runs (fewer than asked under OMP_DYNAMIC): only its arrays are zeroed and added.
@@ -698,6 +711,14 @@ void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParam
     const bool simd = mixed_simd();
     MixedChunk c;
 #endif
+    if (other && nthreads == 2 && team == 2 && omp_get_thread_num() == 0) {
+      other_ran = true;
+      try {
+        (*other)();
+      } catch (...) {
+        failure = std::current_exception();
+      }
+    }
 #pragma omp for schedule(dynamic, 32)
     for (int s = 0; s < a.nslots; ++s) {
       const int i = a.order[s];
@@ -773,6 +794,8 @@ void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParam
         store_sums(a, i, t, static_cast<int>(bad), energy);
     }
   }
+  if (failure) std::rethrow_exception(failure);
+  if (!other_ran) (*other)();
 }
 
 // The nine sums over the half list in one pass, threads as above: each pair's shares in units,

@@ -423,6 +423,18 @@ TEST_P(MdRanks, MixedPrecisionAtAnyRankCount) {
   molecules_at_any_rank_count(ex, "mixed", "precision = \"mixed\"\nconstrain_bonds = [1]\nconstrain_angles = [1]\n");
 }
 
+// The same with rank 0 at two OpenMP threads and the others at one: rank 0 alone could run the
+// k-space inside the pair term's call (ForceTerm::compute_with), its messages then before the
+// ghosts' rows go back to their owners and the others' after; the ranks decide it together (no
+// overlap here), so the run ends, with the same bits. (It hung before they did.)
+TEST_P(MdRanks, MixedPrecisionWithUnequalThreadCounts) {
+  CUMULUS_EXEC_OR_SKIP(ex, GetParam());
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(Comm::world().rank() == 0 ? 2 : 1);
+  molecules_at_any_rank_count(ex, "mixed_threads", "precision = \"mixed\"\nconstrain_bonds = [1]\nconstrain_angles = [1]\n");
+  omp_set_num_threads(saved);
+}
+
 // The radial distribution function (md.rdf_every, from the list) in mixed precision at several
 // ranks, where each pair across ranks is listed on one rank only and its ghost's forces go back
 // to the owner (ForceTerm::fills_fixed_rows): the same rdf.csv as at one rank.

@@ -1147,6 +1147,61 @@ TEST(PairCoulLong, MixedHalfLoopsAddOnlyTheTeamThatRan) {
   omp_set_num_threads(saved);
 }
 
+// ForceTerm::compute_with's path in mixed precision: coul_forces_half_mixed runs `other` once, on
+// the calling thread, at two threads before it joins the rows the other thread is taking, its own
+// parallel regions on one thread (at one and three threads, and in a team of one, after, on all of
+// them); the forces, energies and virials keep their bits; the caller's thread count is left as it
+// was; an exception thrown by `other` reaches the caller, after the rows are done.
+TEST(PairCoulLong, MixedHalfListRunsOtherOnTheCallingThread) {
+  const RestoreLoop restore;
+  Exec ex;
+  MixedIons m(ex);
+  const int saved = omp_get_max_threads();
+  const LjTable32 lj32{m.c32.data(), m.ntypes};
+  for (int threads : {1, 2, 3}) {
+    SCOPED_TRACE(testing::Message() << threads << " threads");
+    omp_set_num_threads(threads);
+    std::unique_ptr<NeighborList> list;
+    Atoms a = m.listed(ex, true, list, true);
+    ASSERT_TRUE(a.half);
+    std::vector<std::int64_t> scratch;
+    coul_mixed_kernels::host_pass::coul_forces_half_mixed(a, lj32, m.p32, scratch);
+    const double* got[5] = {a.fx, a.fy, a.fz, a.pe, a.virial};
+    std::vector<double> ref[5];
+    for (int w = 0; w < 5; ++w) ref[w].assign(got[w], got[w] + IonChains::n);
+    for (int w = 0; w < 5; ++w) ASSERT_TRUE(all_finite(ref[w])) << "array " << w;
+    for (double* g : {a.fx, a.fy, a.fz, a.pe, a.virial}) std::fill(g, g + IonChains::n, 7.0);  // stale values to overwrite
+    int calls = 0, level = -1, inner_team = -1;
+    bool on_caller = false;
+    double work = 0;  // something for `other` to do meanwhile
+    const std::function<void()> other = [&] {
+      ++calls;
+      on_caller = omp_get_thread_num() == 0;
+      level = omp_get_level();
+#pragma omp parallel
+      {
+#pragma omp single
+        inner_team = omp_get_num_threads();
+      }
+      for (int k = 1; k < 100000; ++k) work += 1.0 / k;
+    };
+    coul_mixed_kernels::host_pass::coul_forces_half_mixed(a, lj32, m.p32, scratch, &other);
+    EXPECT_EQ(calls, 1);
+    EXPECT_TRUE(on_caller);
+    EXPECT_EQ(level, threads == 2 ? 1 : 0);  // inside the pair term's region at two threads only
+    EXPECT_EQ(inner_team, threads == 2 ? 1 : threads);
+    EXPECT_EQ(omp_get_max_threads(), threads);
+    EXPECT_GT(work, 0);
+    for (int w = 0; w < 5; ++w) EXPECT_TRUE(same_bits(ref[w], std::vector<double>(got[w], got[w] + IonChains::n))) << "array " << w;
+    for (double* g : {a.fx, a.fy, a.fz, a.pe, a.virial}) std::fill(g, g + IonChains::n, 7.0);
+    const std::function<void()> throws = [] { throw Error("from other"); };
+    EXPECT_THROW(coul_mixed_kernels::host_pass::coul_forces_half_mixed(a, lj32, m.p32, scratch, &throws), Error);
+    // The rows were done before the exception left: the forces are the call's.
+    for (int w = 0; w < 5; ++w) EXPECT_TRUE(same_bits(ref[w], std::vector<double>(got[w], got[w] + IonChains::n))) << "array " << w;
+  }
+  omp_set_num_threads(saved);
+}
+
 // The hand-written loops take a row's list entries in chunks (256; these rows hold 50-200): chunks
 // of 16 and 48 (CUMULUS_PAIR_CHUNK), so that rows cross chunks, give the same bits in double (full
 // list at 2 threads, half list at 1 and 2: the special partners' cursor, the stored rows and the
