@@ -112,9 +112,23 @@ struct alignas(64) CoulChunk {
   // entry the vector starts at (a multiple of 8 below kChunk): they end within the arrays.
   int j[kChunk], level[kChunk], type[kChunk], line[kChunk];  // line: the table's interval (AVX2)
   double dx[kChunk], dy[kChunk], dz[kChunk], r2[kChunk], qj[kChunk];  // the AVX-512 loop's kept pairs
-  double tx[kChunk], ty[kChunk], tz[kChunk], te[kChunk], tv[kChunk];
   double f[kChunk], ev[kChunk], ec[kChunk], ek[kChunk];  // F / r and the three energies (AVX-512)
   double x[kChunk];  // the AVX2 loop's place in the table's interval
+  // The kept pairs' terms: the chunk's own arrays, or (a thread that stores its rows for the
+  // replay) where it stores them: written there directly, no copy (coul_forces_half). Room for
+  // whole vectors past the count kept, as above.
+  double* tx = own_[0];
+  double* ty = own_[1];
+  double* tz = own_[2];
+  double* te = own_[3];
+  double* tv = own_[4];
+  void own_terms() { tx = own_[0], ty = own_[1], tz = own_[2], te = own_[3], tv = own_[4]; }
+  CoulChunk() = default;
+  CoulChunk(const CoulChunk&) = delete;  // the pointers are into this object
+  CoulChunk& operator=(const CoulChunk&) = delete;
+
+ private:
+  alignas(64) double own_[5][kChunk];
 };
 inline int padded(int m) { return (m + kLanes - 1) / kLanes * kLanes; }
 
@@ -137,6 +151,11 @@ __attribute__((always_inline)) inline void coul_chunk_loop(int mp, const Atoms& 
   const double* __restrict y = a.y;
   const double* __restrict z = a.z;
   const double* __restrict q = a.q;
+  double* __restrict tx = c.tx;  // (the terms' arrays alias nothing the loop reads)
+  double* __restrict ty = c.ty;
+  double* __restrict tz = c.tz;
+  double* __restrict te = c.te;
+  double* __restrict tv = c.tv;
   for (int k = 0; k < mp; ++k) {
     const int j = c.j[k];
     const double dx = image(xi - x[j], bx), dy = image(yi - y[j], by), dz = image(zi - z[j], bz);
@@ -145,12 +164,12 @@ __attribute__((always_inline)) inline void coul_chunk_loop(int mp, const Atoms& 
     double fpair, evdwl, ecoul, ecorr;
     coul_pair_tabulated(p, row[kOneType ? 0 : c.type[k]], r2, p.qqr2e * (qi * q[j]), p.special_coul[lev],
                         p.special_lj[lev], kLj, &fpair, &evdwl, &ecoul, &ecorr);
-    c.tx[k] = dx * fpair;
-    c.ty[k] = dy * fpair;
-    c.tz[k] = dz * fpair;
+    tx[k] = dx * fpair;
+    ty[k] = dy * fpair;
+    tz[k] = dz * fpair;
     if (kEnergy) {
-      c.te[k] = evdwl + ecoul + ecorr;
-      c.tv[k] = r2 * fpair;
+      te[k] = evdwl + ecoul + ecorr;
+      tv[k] = r2 * fpair;
     }
   }
 }
@@ -396,12 +415,12 @@ __attribute__((target("avx512f,avx512vl"))) int coul_chunk_avx512(int m, const i
           f, _mm512_mul_pd(_mm512_mul_pd(_mm512_mul_pd(in_l, r6i), _mm512_sub_pd(_mm512_mul_pd(lj1, r6i), lj2)), r2i));
       evdwl = _mm512_mul_pd(in_l, _mm512_sub_pd(_mm512_mul_pd(r6i, _mm512_sub_pd(_mm512_mul_pd(lj3, r6i), lj4)), off));
     }
-    _mm512_store_pd(c.tx + q, _mm512_mul_pd(dx, f));
-    _mm512_store_pd(c.ty + q, _mm512_mul_pd(dy, f));
-    _mm512_store_pd(c.tz + q, _mm512_mul_pd(dz, f));
+    _mm512_storeu_pd(c.tx + q, _mm512_mul_pd(dx, f));
+    _mm512_storeu_pd(c.ty + q, _mm512_mul_pd(dy, f));
+    _mm512_storeu_pd(c.tz + q, _mm512_mul_pd(dz, f));
     if (energy) {
-      _mm512_store_pd(c.te + q, _mm512_add_pd(_mm512_add_pd(evdwl, ecoul), ecorr));
-      _mm512_store_pd(c.tv + q, _mm512_mul_pd(r2, f));
+      _mm512_storeu_pd(c.te + q, _mm512_add_pd(_mm512_add_pd(evdwl, ecoul), ecorr));
+      _mm512_storeu_pd(c.tv + q, _mm512_mul_pd(r2, f));
       // The terms apart, for coul_sums_half.
       _mm512_store_pd(c.f + q, f);
       _mm512_store_pd(c.ev + q, evdwl);
@@ -568,12 +587,12 @@ __attribute__((target("avx2"))) int coul_chunk_avx2(int m, const int* nb, const 
       if (energy)
         evdwl = _mm256_mul_pd(in_l, _mm256_sub_pd(_mm256_mul_pd(r6i, _mm256_sub_pd(_mm256_mul_pd(lc[3], r6i), lc[4])), lc[5]));
     }
-    _mm256_store_pd(c.tx + q, _mm256_mul_pd(dx, f));
-    _mm256_store_pd(c.ty + q, _mm256_mul_pd(dy, f));
-    _mm256_store_pd(c.tz + q, _mm256_mul_pd(dz, f));
+    _mm256_storeu_pd(c.tx + q, _mm256_mul_pd(dx, f));
+    _mm256_storeu_pd(c.ty + q, _mm256_mul_pd(dy, f));
+    _mm256_storeu_pd(c.tz + q, _mm256_mul_pd(dz, f));
     if (energy) {
-      _mm256_store_pd(c.te + q, _mm256_add_pd(_mm256_add_pd(evdwl, ecoul), ecorr));
-      _mm256_store_pd(c.tv + q, _mm256_mul_pd(r2, f));
+      _mm256_storeu_pd(c.te + q, _mm256_add_pd(_mm256_add_pd(evdwl, ecoul), ecorr));
+      _mm256_storeu_pd(c.tv + q, _mm256_mul_pd(r2, f));
       // The terms apart, for coul_sums_half and coul_sums_full.
       _mm256_store_pd(c.f + q, f);
       _mm256_store_pd(c.ev + q, evdwl);
@@ -1032,21 +1051,23 @@ void coul_forces_half_tabulated(const Atoms& a, const LjTable& lj, const CoulPar
           }
           if (st.count.size() < rows_done + static_cast<std::size_t>(s1 - s0))
             st.count.resize(rows_done + static_cast<std::size_t>(s1 - s0));
+          // coul_row's chunks, each chunk's terms written where they are stored (copied there,
+          // they were 6 % of a two-thread step's samples).
           for (int s = s0; s < s1; ++s) {
             const std::size_t n0 = n;
-            coul_row(a, lj, p, cf, s, c, [&](const CoulChunk& ch, int m) {
-              std::copy(ch.j, ch.j + m, st.j.data() + n);
-              std::copy(ch.tx, ch.tx + m, st.tx.data() + n);
-              std::copy(ch.ty, ch.ty + m, st.ty.data() + n);
-              std::copy(ch.tz, ch.tz + m, st.tz.data() + n);
-              if (energy) {
-                std::copy(ch.te, ch.te + m, st.te.data() + n);
-                std::copy(ch.tv, ch.tv + m, st.tv.data() + n);
-              }
+            const int i = a.order[s];
+            SpecialCursor sc{&a, i};
+            for (std::int64_t k0 = a.start[s]; k0 < a.start[s + 1]; k0 += chunk_len) {
+              const int len = static_cast<int>(a.start[s + 1] - k0 < chunk_len ? a.start[s + 1] - k0 : chunk_len);
+              c.tx = st.tx.data() + n, c.ty = st.ty.data() + n, c.tz = st.tz.data() + n;
+              if (energy) c.te = st.te.data() + n, c.tv = st.tv.data() + n;
+              const int m = coul_chunk(len, a.neighbors + k0, a, lj, p, cf, i, sc, a.energy, c);
+              std::copy(c.j, c.j + m, st.j.data() + n);
               n += static_cast<std::size_t>(m);
-            });
+            }
             st.count[rows_done++] = static_cast<int>(n - n0);
           }
+          c.own_terms();
         }
       }
     } catch (...) {  // (an exception may not leave an OpenMP region)
