@@ -15,9 +15,9 @@ cumulus (double) / LAMMPS (issue's target: >= 2) and cumulus (mixed) / GROMACS (
 mixed precision; the issue's target: >= 0.6), each against the peer's best on the same two cores
 (LAMMPS's 2-rank run: it has no threads here; GROMACS's better layout), and where cumulus's time goes
 (pair, k-space and its phases, neighbour list, constraints,
-communication, the rest; in double precision at 1 rank x 2 threads the k-space runs on one thread
-while the pair term's other thread adds the rows it computed ahead, so the pair's share there
-leaves that out and the k-space's is one thread's). A benchmark, not a test: exits 0 whatever the ratios (1 when a program
+communication, the rest; at 1 rank x 2 threads the k-space runs on one thread while the pair
+term's other thread adds the rows it computed ahead (double) or takes rows of the half list
+(mixed), so the pair's share there leaves that out and the k-space's is one thread's). A benchmark, not a test: exits 0 whatever the ratios (1 when a program
 fails or a peer is missing: `bench/setup-water-peers` installs GROMACS and LAMMPS from Debian).
 
     /usr/bin/python3 bench/md_water_vs_peers.py [build/cumulus] [--steps N] [--repeats R]
