@@ -596,6 +596,39 @@ TEST(PairCoulLong, TabulatedLoopsGiveCoulPairsBits) {
   take_loop(HostLoop::cpu);
 }
 
+namespace {
+// What ForceTerm::compute_with's `other` saw (its calls, whether on the calling thread, the OpenMP
+// level, its own region's team), with something to do meanwhile; expect(): once, on the calling
+// thread, inside the pair term's region at two threads only and there its own loops on one
+// thread, the caller's thread count left as it was.
+struct OtherProbe {
+  int calls = 0, level = -1, inner_team = -1;
+  bool on_caller = false;
+  double work = 0;
+  std::function<void()> fn() {
+    return [this] {
+      ++calls;
+      on_caller = omp_get_thread_num() == 0;
+      level = omp_get_level();
+#pragma omp parallel
+      {
+#pragma omp single
+        inner_team = omp_get_num_threads();
+      }
+      for (int k = 1; k < 100000; ++k) work += 1.0 / k;
+    };
+  }
+  void expect(int threads) const {
+    EXPECT_EQ(calls, 1);
+    EXPECT_TRUE(on_caller);
+    EXPECT_EQ(level, threads == 2 ? 1 : 0);
+    EXPECT_EQ(inner_team, threads == 2 ? 1 : threads);
+    EXPECT_EQ(omp_get_max_threads(), threads);
+    EXPECT_GT(work, 0);
+  }
+};
+}  // namespace
+
 // ForceTerm::compute_with's path in double (the k-space at the same time as the half list's stored
 // rows are added): coul_forces_half runs `other` once, on the calling thread, at two threads while
 // the second thread adds the rows computed ahead, its own parallel regions on one thread (at one
@@ -629,27 +662,10 @@ TEST(PairCoulLong, HalfListRunsOtherOnTheCallingThread) {
       const double* got[5] = {a.fx, a.fy, a.fz, a.pe, a.virial};
       std::vector<double> ref[5];
       for (int w = 0; w < 5; ++w) ref[w].assign(got[w], got[w] + n);
-      int calls = 0, level = -1, inner_team = -1;
-      bool on_caller = false;
-      double work = 0;  // something for `other` to do meanwhile
-      const std::function<void()> other = [&] {
-        ++calls;
-        on_caller = omp_get_thread_num() == 0;
-        level = omp_get_level();
-#pragma omp parallel
-        {
-#pragma omp single
-          inner_team = omp_get_num_threads();
-        }
-        for (int k = 1; k < 100000; ++k) work += 1.0 / k;
-      };
+      OtherProbe probe;
+      const std::function<void()> other = probe.fn();
       coul_kernels::host_pass::coul_forces_half(a, lj, ions.p, &other);
-      EXPECT_EQ(calls, 1);
-      EXPECT_TRUE(on_caller);
-      EXPECT_EQ(level, threads == 2 ? 1 : 0);  // inside the pair term's region at two threads only
-      EXPECT_EQ(inner_team, threads == 2 ? 1 : threads);
-      EXPECT_EQ(omp_get_max_threads(), threads);
-      EXPECT_GT(work, 0);
+      probe.expect(threads);
       long differ = 0;
       for (int w = 0; w < 5; ++w)
         for (int i = 0; i < n; ++i) differ += std::memcmp(&got[w][i], &ref[w][static_cast<std::size_t>(i)], sizeof(double)) != 0;
@@ -1171,27 +1187,10 @@ TEST(PairCoulLong, MixedHalfListRunsOtherOnTheCallingThread) {
     for (int w = 0; w < 5; ++w) ref[w].assign(got[w], got[w] + IonChains::n);
     for (int w = 0; w < 5; ++w) ASSERT_TRUE(all_finite(ref[w])) << "array " << w;
     for (double* g : {a.fx, a.fy, a.fz, a.pe, a.virial}) std::fill(g, g + IonChains::n, 7.0);  // stale values to overwrite
-    int calls = 0, level = -1, inner_team = -1;
-    bool on_caller = false;
-    double work = 0;  // something for `other` to do meanwhile
-    const std::function<void()> other = [&] {
-      ++calls;
-      on_caller = omp_get_thread_num() == 0;
-      level = omp_get_level();
-#pragma omp parallel
-      {
-#pragma omp single
-        inner_team = omp_get_num_threads();
-      }
-      for (int k = 1; k < 100000; ++k) work += 1.0 / k;
-    };
+    OtherProbe probe;
+    const std::function<void()> other = probe.fn();
     coul_mixed_kernels::host_pass::coul_forces_half_mixed(a, lj32, m.p32, scratch, &other);
-    EXPECT_EQ(calls, 1);
-    EXPECT_TRUE(on_caller);
-    EXPECT_EQ(level, threads == 2 ? 1 : 0);  // inside the pair term's region at two threads only
-    EXPECT_EQ(inner_team, threads == 2 ? 1 : threads);
-    EXPECT_EQ(omp_get_max_threads(), threads);
-    EXPECT_GT(work, 0);
+    probe.expect(threads);
     for (int w = 0; w < 5; ++w) EXPECT_TRUE(same_bits(ref[w], std::vector<double>(got[w], got[w] + IonChains::n))) << "array " << w;
     for (double* g : {a.fx, a.fy, a.fz, a.pe, a.virial}) std::fill(g, g + IonChains::n, 7.0);
     const std::function<void()> throws = [] { throw Error("from other"); };
