@@ -567,6 +567,7 @@ class MdModel : public Model {
     }
     const bool overlap = kspace_ && kspace_calls_ > 0 && overlap_ == 1;
     if (kspace_) ++kspace_calls_;
+    bool kspace_done = false;  // (by the overlap; else after the pair term, whatever the list)
     if (list_->half()) {  // the kernel timers see for_each kernels; the half-list loop is plain host code
       if (overlap) {
         const std::size_t n = static_cast<std::size_t>(a.n);
@@ -585,6 +586,7 @@ class MdModel : public Model {
           kspace_seconds = wall_seconds() - tk;
         });
         TimerRegistry::add(TimerRegistry::instance().slot("md.forces"), wall_seconds() - t0 - kspace_seconds);
+        kspace_done = true;
       } else {
         ScopedTimer timer("md.forces");
         pair_->compute(ctx_.exec, a);
@@ -601,7 +603,7 @@ class MdModel : public Model {
     } else {
       pair_->compute(ctx_.exec, a);
     }
-    if (kspace_ && !overlap) {
+    if (kspace_ && !kspace_done) {
       ScopedTimer timer("md.kspace");
       kspace_->compute(ctx_.exec, ctx_.comm, a, outside);
     }

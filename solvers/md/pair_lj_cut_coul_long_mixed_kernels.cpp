@@ -714,6 +714,7 @@ void coul_forces_half_mixed(const Atoms& a, const LjTable32& lj, const CoulParam
     if (other && nthreads == 2 && team == 2 && omp_get_thread_num() == 0) {
       other_ran = true;
       try {
+        omp_set_num_threads(1);  // this thread's own regions in `other`: one thread, whether or not nested ones may be active
         (*other)();
       } catch (...) {
         failure = std::current_exception();

@@ -425,14 +425,23 @@ TEST_P(MdRanks, MixedPrecisionAtAnyRankCount) {
 
 // The same with rank 0 at two OpenMP threads and the others at one: rank 0 alone could run the
 // k-space inside the pair term's call (ForceTerm::compute_with), its messages then before the
-// ghosts' rows go back to their owners and the others' after; the ranks decide it together (no
-// overlap here), so the run ends, with the same bits. (It hung before they did.)
+// ghosts' rows go back to their owners and the others' after; the ranks decide it together (at
+// several ranks, no overlap), so the run ends, with the same bits. (It hung before they did.) And
+// with every rank at two threads: the overlap at several ranks, PME's messages from inside the
+// pair term's region, the ghosts' rows sent back after.
+namespace {
+struct RestoreThreads {
+  const int saved = omp_get_max_threads();
+  ~RestoreThreads() { omp_set_num_threads(saved); }
+};
+}  // namespace
 TEST_P(MdRanks, MixedPrecisionWithUnequalThreadCounts) {
   CUMULUS_EXEC_OR_SKIP(ex, GetParam());
-  const int saved = omp_get_max_threads();
+  const RestoreThreads restore;
   omp_set_num_threads(Comm::world().rank() == 0 ? 2 : 1);
   molecules_at_any_rank_count(ex, "mixed_threads", "precision = \"mixed\"\nconstrain_bonds = [1]\nconstrain_angles = [1]\n");
-  omp_set_num_threads(saved);
+  omp_set_num_threads(2);
+  molecules_at_any_rank_count(ex, "mixed_threads2", "precision = \"mixed\"\nconstrain_bonds = [1]\nconstrain_angles = [1]\n");
 }
 
 // The radial distribution function (md.rdf_every, from the list) in mixed precision at several

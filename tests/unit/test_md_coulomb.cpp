@@ -597,6 +597,14 @@ TEST(PairCoulLong, TabulatedLoopsGiveCoulPairsBits) {
 }
 
 namespace {
+// Nested parallel regions allowed while it lives (OpenMP's default runs them with one thread):
+// `other`'s own loops must then still run on one thread inside the pair term's region (the pair
+// term sets it), not beside the pair term's other thread.
+struct NestedRegionsAllowed {
+  const int saved = omp_get_max_active_levels();
+  NestedRegionsAllowed() { omp_set_max_active_levels(2); }
+  ~NestedRegionsAllowed() { omp_set_max_active_levels(saved); }
+};
 // What ForceTerm::compute_with's `other` saw (its calls, whether on the calling thread, the OpenMP
 // level, its own region's team), with something to do meanwhile; expect(): once, on the calling
 // thread, inside the pair term's region at two threads only and there its own loops on one
@@ -664,7 +672,10 @@ TEST(PairCoulLong, HalfListRunsOtherOnTheCallingThread) {
       for (int w = 0; w < 5; ++w) ref[w].assign(got[w], got[w] + n);
       OtherProbe probe;
       const std::function<void()> other = probe.fn();
-      coul_kernels::host_pass::coul_forces_half(a, lj, ions.p, &other);
+      {
+        const NestedRegionsAllowed nested;
+        coul_kernels::host_pass::coul_forces_half(a, lj, ions.p, &other);
+      }
       probe.expect(threads);
       long differ = 0;
       for (int w = 0; w < 5; ++w)
@@ -1165,9 +1176,10 @@ TEST(PairCoulLong, MixedHalfLoopsAddOnlyTheTeamThatRan) {
 
 // ForceTerm::compute_with's path in mixed precision: coul_forces_half_mixed runs `other` once, on
 // the calling thread, at two threads before it joins the rows the other thread is taking, its own
-// parallel regions on one thread (at one and three threads, and in a team of one, after, on all of
-// them); the forces, energies and virials keep their bits; the caller's thread count is left as it
-// was; an exception thrown by `other` reaches the caller, after the rows are done.
+// parallel regions on one thread even where nested regions may be active (at one and three
+// threads, after, on all of them); the forces, energies and virials keep their bits; the caller's
+// thread count is left as it was; an exception thrown by `other` reaches the caller, once, after
+// the rows are done.
 TEST(PairCoulLong, MixedHalfListRunsOtherOnTheCallingThread) {
   const RestoreLoop restore;
   Exec ex;
@@ -1189,12 +1201,20 @@ TEST(PairCoulLong, MixedHalfListRunsOtherOnTheCallingThread) {
     for (double* g : {a.fx, a.fy, a.fz, a.pe, a.virial}) std::fill(g, g + IonChains::n, 7.0);  // stale values to overwrite
     OtherProbe probe;
     const std::function<void()> other = probe.fn();
-    coul_mixed_kernels::host_pass::coul_forces_half_mixed(a, lj32, m.p32, scratch, &other);
+    {
+      const NestedRegionsAllowed nested;
+      coul_mixed_kernels::host_pass::coul_forces_half_mixed(a, lj32, m.p32, scratch, &other);
+    }
     probe.expect(threads);
     for (int w = 0; w < 5; ++w) EXPECT_TRUE(same_bits(ref[w], std::vector<double>(got[w], got[w] + IonChains::n))) << "array " << w;
     for (double* g : {a.fx, a.fy, a.fz, a.pe, a.virial}) std::fill(g, g + IonChains::n, 7.0);
-    const std::function<void()> throws = [] { throw Error("from other"); };
+    int throw_calls = 0;
+    const std::function<void()> throws = [&] {
+      ++throw_calls;
+      throw Error("from other");
+    };
     EXPECT_THROW(coul_mixed_kernels::host_pass::coul_forces_half_mixed(a, lj32, m.p32, scratch, &throws), Error);
+    EXPECT_EQ(throw_calls, 1);
     // The rows were done before the exception left: the forces are the call's.
     for (int w = 0; w < 5; ++w) EXPECT_TRUE(same_bits(ref[w], std::vector<double>(got[w], got[w] + IonChains::n))) << "array " << w;
   }
